@@ -1,0 +1,390 @@
+"""NVRTC launchers shared by LayerNorm and RMSNorm (kernels in ``norms.cu`` / ``norms.cuh``).
+
+A :class:`~numba_norms.planner.NormSpec` maps to C++ name expressions of the kernel templates;
+:func:`compile_spec` compiles them through :func:`rtc.compile` (with this package directory as
+the include path, so ``norms.cuh`` is found and is part of the cache key). Loaded kernels are
+cached per ``(spec.kernel_key, device)``; launch records (kernels, grids, int32 constants,
+scratch addresses) are cached per plan object, so a call costs a dict lookup, a few attribute
+reads and the ``rtc.launch`` calls.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import rtc
+
+from ...planner import NormPlan, NormSpec
+from ..common import NormBwdArgs, NormFwdArgs
+
+__all__ = [
+    "C_TYPES",
+    "NVRTC_OPTIONS",
+    "backward",
+    "backward_names",
+    "compile_op",
+    "compile_spec",
+    "forward",
+    "forward_name",
+    "load",
+    "occupancy",
+    "occupancy_op",
+]
+
+_DIR = Path(__file__).resolve().parent
+# Storage types of norms.cuh. FP8 outputs are declared there but not implemented yet.
+C_TYPES = {"fp32": "float", "fp16": "nn::fp16", "bf16": "nn::bf16"}
+# -minimal drops the runtime API declarations NVRTC would otherwise parse (~15 ms a compile).
+NVRTC_OPTIONS: tuple[str, ...] = ("-minimal",)
+
+_I32 = (np.int32(0), np.int32(1))
+_NULL = 0
+
+_source: str | None = None
+_source_lock = threading.Lock()
+
+
+def _kernel_source() -> str:
+    global _source
+    if _source is None:
+        with _source_lock:
+            if _source is None:
+                _source = (_DIR / "norms.cu").read_text()
+    return _source
+
+
+def _ctype(dtype: str) -> str:
+    try:
+        return C_TYPES[dtype]
+    except KeyError:
+        raise NotImplementedError(
+            f"NVRTC norm kernels: dtype {dtype!r} is not supported yet "
+            "(FP8 outputs are future work)"
+        ) from None
+
+
+def _flag(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _template_args(spec: NormSpec) -> str:
+    c = spec.config
+    return (
+        f"{_ctype(c.input)}, {_ctype(c.weight)}, {_ctype(c.output)}, {c.warps_m}, {c.warps_n}, "
+        f"{spec.num_elts}, {spec.ldgs}, {_flag(spec.general)}, {_flag(c.is_rms)}"
+    )
+
+
+def forward_name(spec: NormSpec) -> str:
+    """Name expression of the forward kernel of ``spec``."""
+    if spec.config.is_backward:
+        raise ValueError(f"{spec.op} is not a forward op")
+    return f"norm_fwd<{_template_args(spec)}>"
+
+
+def backward_names(spec: NormSpec) -> tuple[str, str]:
+    """Name expressions of the backward kernel of ``spec`` and of its finalize kernel."""
+    c = spec.config
+    if not c.is_backward:
+        raise ValueError(f"{spec.op} is not a backward op")
+    main = f"norm_bwd<{_template_args(spec)}, {_flag(c.fused_add)}>"
+    fin = f"norm_bwd_finalize<{_ctype(c.weight)}, {_flag(not c.is_rms)}>"
+    return main, fin
+
+
+def _names(spec: NormSpec) -> tuple[str, ...]:
+    return backward_names(spec) if spec.config.is_backward else (forward_name(spec),)
+
+
+def compile_spec(
+    spec: NormSpec, arch: str | None = None, options: tuple[str, ...] = ()
+) -> rtc.CompiledModule:
+    """Compile the kernels of ``spec`` (cached in process and on disk by :mod:`rtc`).
+
+    Parameters
+    ----------
+    spec : NormSpec
+        What to specialise the templates on.
+    arch : str, optional
+        ``"sm_90"`` etc.; default: the current device's (needs a GPU).
+    options : tuple of str
+        Extra NVRTC flags (e.g. ``("-Xptxas=-v",)`` to see register counts in ``.log``).
+
+    Returns
+    -------
+    rtc.CompiledModule
+        Its ``symbols`` hold the name expressions of :func:`forward_name` or
+        :func:`backward_names`.
+    """
+    return rtc.compile(
+        _kernel_source(),
+        _names(spec),
+        arch=arch,
+        name=f"norms_{spec.op}.cu",
+        options=NVRTC_OPTIONS + tuple(options),
+        include_dirs=(_DIR,),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# loaded kernels: (kernel_key, device) -> (main, finalize or None)
+# ----------------------------------------------------------------------------------------------
+
+_kernels: dict[tuple, tuple[Any, Any]] = {}
+_kernels_lock = threading.Lock()
+
+
+def _current_device() -> int:
+    from rtc.device import current_device_ordinal
+
+    dev = current_device_ordinal()
+    if dev is None:
+        raise RuntimeError("no CUDA GPU: NVRTC norm kernels can only be compiled (give arch=)")
+    return dev
+
+
+def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
+    """Compile (for the current device) and load the kernels of ``spec``.
+
+    Returns
+    -------
+    (rtc.Kernel, rtc.Kernel or None)
+        The main kernel and, for backward specs, the finalize kernel.
+    """
+    if device is None:
+        device = _current_device()
+    key = (spec.kernel_key, device)
+    ks = _kernels.get(key)
+    if ks is not None:
+        return ks
+    with _kernels_lock:
+        ks = _kernels.get(key)
+        if ks is None:
+            mod = compile_spec(spec)
+            names = _names(spec)
+            loaded = [mod.kernel(n) for n in names]
+            if loaded[0].device != device:
+                raise RuntimeError(
+                    f"norm kernels requested for device {device} while device "
+                    f"{loaded[0].device} is current"
+                )
+            ks = (loaded[0], loaded[1] if len(loaded) > 1 else None)
+            _kernels[key] = ks
+    return ks
+
+
+def occupancy(spec: NormSpec) -> int:
+    """Max resident CTAs per SM of the main kernel of ``spec`` on the current device."""
+    main, _ = load(spec)
+    return main.occupancy(spec.threads, 0)
+
+
+def _check_op(spec: NormSpec, op: str) -> None:
+    if spec.op != op:
+        raise ValueError(f"expected a {op} spec, got {spec.op}")
+
+
+def compile_op(spec: NormSpec, op: str, arch: str | None = None) -> rtc.CompiledModule:
+    """``compile_forward``/``compile_backward`` of the op modules.
+
+    With ``arch`` this only compiles (no GPU needed); without, it compiles for the current
+    device and loads the kernels, so the first launch finds them ready.
+    """
+    _check_op(spec, op)
+    if arch is not None:
+        return compile_spec(spec, arch)
+    load(spec)
+    return compile_spec(spec)  # an in-process cache hit by now
+
+
+def occupancy_op(spec: NormSpec, op: str) -> int:
+    """``occupancy_forward``/``occupancy_backward`` of the op modules."""
+    _check_op(spec, op)
+    return occupancy(spec)
+
+
+# ----------------------------------------------------------------------------------------------
+# launch records, one per (plan, device)
+# ----------------------------------------------------------------------------------------------
+
+
+class _Launch:
+    """Everything a launch of one plan needs that does not change between calls."""
+
+    __slots__ = (
+        "plan",
+        "main",
+        "finalize",
+        "grid",
+        "block",
+        "cooperative",
+        "rows",
+        "cols",
+        "barrier_offset",
+        "barrier_count",
+        "stats_offset",
+        "multi",
+        "partial_offset",
+        "dbeta_partial_offset",
+        "partial_rows",
+        "finalize_grid",
+        "finalize_block",
+    )
+
+    def __init__(self, plan: NormPlan, device: int) -> None:
+        self.plan = plan  # keeps id(plan) from being reused while this record is cached
+        self.main, self.finalize = load(plan.spec, device)
+        self.grid = tuple(plan.grid)
+        self.block = tuple(plan.block)
+        self.cooperative = bool(plan.cooperative)
+        self.rows = np.int32(plan.rows)
+        self.cols = np.int32(plan.cols)
+        self.multi = plan.ctas_per_row > 1
+        self.barrier_offset = plan.barrier_offset
+        self.barrier_count = plan.barrier_bytes // 4
+        self.stats_offset = plan.stats_offset
+        self.partial_offset = plan.partial_offset
+        self.dbeta_partial_offset = plan.dbeta_partial_offset
+        self.partial_rows = np.int32(plan.partial_rows)
+        self.finalize_grid = tuple(plan.finalize_grid)
+        self.finalize_block = tuple(plan.finalize_block)
+
+
+_launches: dict[tuple[int, int], _Launch] = {}
+_launches_lock = threading.Lock()
+_LAUNCH_CACHE_LIMIT = 4096
+
+
+def _launch_record(plan: NormPlan, device: int) -> _Launch:
+    key = (id(plan), device)
+    rec = _launches.get(key)
+    if rec is not None and rec.plan is plan:
+        return rec
+    rec = _Launch(plan, device)
+    with _launches_lock:
+        if len(_launches) >= _LAUNCH_CACHE_LIMIT:
+            _launches.clear()
+        _launches[key] = rec
+    return rec
+
+
+def _row_stride(t: Any) -> int:
+    """Row pitch in elements (the common 2-D case without the general flattening walk)."""
+    s = t.strides
+    if len(s) == 2:
+        return s[0]
+    if len(s) == 1:
+        return t.shape[0]
+    return t.rows_cols()[2]
+
+
+def _memset_d32(ptr: int, value: int, count: int, stream: int) -> None:
+    from cuda.bindings import driver
+
+    (err,) = driver.cuMemsetD32Async(ptr, value, count, stream)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuMemsetD32Async failed: {err}")
+
+
+# rtc.memset_d32_async is the intended entry point; use the driver directly until it exists.
+_memset = getattr(rtc, "memset_d32_async", None) or _memset_d32
+
+
+def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int, int]:
+    """(stats, barrier, scratch base) addresses; zeroes the barrier counters on ``stream``."""
+    if not rec.multi:
+        return _NULL, _NULL, _NULL if scratch is None else scratch.ptr
+    if scratch is None:
+        raise ValueError("several CTAs per row need a scratch buffer (barrier and statistics)")
+    base = scratch.ptr
+    barrier = base + rec.barrier_offset
+    _memset(barrier, 0, rec.barrier_count, stream)
+    return base + rec.stats_offset, barrier, base
+
+
+def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:
+    """Launch the forward kernel of ``plan`` on ``stream`` (a raw CUstream handle)."""
+    x = args.x
+    rec = _launch_record(plan, x.device)
+    stats, barrier, _ = _scratch_ptrs(rec, args.scratch, stream)
+    beta = args.beta
+    mu = args.mu
+    rtc.launch(
+        rec.main,
+        rec.grid,
+        rec.block,
+        x.ptr,
+        args.gamma.ptr,
+        _NULL if beta is None else beta.ptr,
+        args.y.ptr,
+        _NULL if mu is None else mu.ptr,
+        args.rsigma.ptr,
+        rec.rows,
+        rec.cols,
+        _row_stride(x),
+        _row_stride(args.y),
+        np.float32(args.eps),
+        _I32[1 if args.zero_centered else 0],
+        stats,
+        barrier,
+        _NULL,  # scale, amax, scale_inv: FP8 output is future work
+        _NULL,
+        _NULL,
+        stream=stream,
+        cooperative=rec.cooperative,
+    )
+
+
+def backward(plan: NormPlan, args: NormBwdArgs, stream: int) -> None:
+    """Launch the backward and finalize kernels of ``plan`` on ``stream``."""
+    x = args.x
+    rec = _launch_record(plan, x.device)
+    if args.scratch is None:
+        raise ValueError("norm backward needs a scratch buffer for the dgamma/dbeta partials")
+    stats, barrier, base = _scratch_ptrs(rec, args.scratch, stream)
+    dgamma_part = base + rec.partial_offset
+    has_beta = args.dbeta is not None
+    dbeta_part = base + rec.dbeta_partial_offset if has_beta else _NULL
+    add = args.add
+    mu = args.mu
+    rtc.launch(
+        rec.main,
+        rec.grid,
+        rec.block,
+        args.dy.ptr,
+        x.ptr,
+        _NULL if mu is None else mu.ptr,
+        args.rsigma.ptr,
+        args.gamma.ptr,
+        args.dx.ptr,
+        _NULL if add is None else add.ptr,
+        dgamma_part,
+        dbeta_part,
+        rec.rows,
+        rec.cols,
+        _row_stride(args.dy),
+        _row_stride(x),
+        _row_stride(args.dx),
+        0 if add is None else _row_stride(add),
+        _I32[1 if args.zero_centered else 0],
+        stats,
+        barrier,
+        stream=stream,
+        cooperative=rec.cooperative,
+    )
+    rtc.launch(
+        rec.finalize,
+        rec.finalize_grid,
+        rec.finalize_block,
+        dgamma_part,
+        dbeta_part,
+        args.dgamma.ptr,
+        _NULL if not has_beta else args.dbeta.ptr,
+        rec.partial_rows,
+        rec.cols,
+        stream=stream,
+    )

@@ -1,0 +1,451 @@
+// LayerNorm / RMSNorm kernels of the NVRTC backend: forward, backward and the dgamma/dbeta
+// finalize. The thread mapping, reduction order and scratch layout are the contract of
+// docs/design.md ("Norm kernels"); the Numba backend implements the same algorithm.
+//
+// Row statistics are reduced per warp (xor butterfly), then across the WARPS_N warps of a row in
+// warp order through shared memory, then across the CTAs of a row in CTA order through the
+// scratch `stats` region. LayerNorm merges (mean, M2) pairs with Chan's formula and the exact
+// element count of every part, so the general kernel's partial warps/CTAs weigh correctly.
+#include "norms.cuh"
+
+namespace nn {
+
+// Elements of `cols` covered by LDGS vectors of WIDTH columns starting at `first`, `step` apart.
+template <int LDGS, int WIDTH>
+__device__ __forceinline__ int covered(int first, int step, int cols) {
+  int n = 0;
+#pragma unroll
+  for (int it = 0; it < LDGS; ++it) {
+    const int r = cols - (first + it * step);
+    n += r <= 0 ? 0 : (r < WIDTH ? r : WIDTH);
+  }
+  return n;
+}
+
+// Where a thread sits (design.md "Thread mapping") and what it needs for row reductions.
+template <int WARPS_M, int WARPS_N, int NUM_ELTS>
+struct Geometry {
+  static constexpr int WARP_COLS = 32 * NUM_ELTS;
+  static constexpr int CTA_COLS = WARPS_N * WARP_COLS;
+  int lane, warp_m, warp_n, cta_n, ctas;
+  int col0;      // first column of vector 0
+  int col_step;  // vector it starts at col0 + it * col_step
+
+  __device__ __forceinline__ Geometry() {
+    lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    warp_m = warp / WARPS_N;
+    warp_n = warp % WARPS_N;
+    cta_n = blockIdx.x;
+    ctas = gridDim.x;
+    col0 = (cta_n * WARPS_N + warp_n) * WARP_COLS + lane * NUM_ELTS;
+    col_step = ctas * CTA_COLS;
+  }
+  // Row of trip `trip` for this warp.
+  __device__ __forceinline__ int row(int trip) const {
+    return (trip * (int)gridDim.y + (int)blockIdx.y) * WARPS_M + warp_m;
+  }
+  // Every CTA of a row group runs this many trips (inter-CTA barriers need all of them).
+  __device__ __forceinline__ int trips(int rows) const {
+    const int step = gridDim.y * WARPS_M;
+    return (rows + step - 1) / step;
+  }
+};
+
+// Completes a row reduction of `v` (already reduced over the lanes of each warp): across the
+// WARPS_N warps of the row in warp order, then across the CTAs of the row in CTA order. `fold`
+// provides start(i) (reset for the first part, index i) and operator()(acc, part, i). Every
+// thread of the CTA must call it, on every trip.
+template <int WARPS_M, int WARPS_N, int NUM_ELTS, typename WarpFold, typename CtaFold>
+__device__ __forceinline__ float2 row_reduce(float2 v, int trip,
+                                             const Geometry<WARPS_M, WARPS_N, NUM_ELTS>& geo,
+                                             float2 (&red)[2][WARPS_M][WARPS_N], float* stats,
+                                             int* barrier, WarpFold& wfold, CtaFold& cfold) {
+  const int parity = trip & 1;  // double buffers: one barrier per exchange suffices
+  if constexpr (WARPS_N > 1) {
+    if (geo.lane == 0) red[parity][geo.warp_m][geo.warp_n] = v;
+    __syncthreads();
+    v = red[parity][geo.warp_m][0];
+    wfold.start(0);
+#pragma unroll
+    for (int w = 1; w < WARPS_N; ++w) wfold(v, red[parity][geo.warp_m][w], w);
+  }
+  if (geo.ctas > 1) {
+    // stats: [2][ctas_per_col][WARPS_M][ctas_per_row][2] fp32
+    float* slot =
+        stats + ((long long)(parity * (int)gridDim.y + (int)blockIdx.y) * WARPS_M + geo.warp_m) *
+                    geo.ctas * 2;
+    if (geo.warp_n == 0 && geo.lane == 0) st_cg(slot + 2 * geo.cta_n, v);
+    inter_cta_barrier(barrier + blockIdx.y, (trip + 1) * geo.ctas);
+    // Lane k loads part base + k, so a whole batch costs one L2 round trip; the parts are then
+    // broadcast and folded in CTA order by every lane.
+#pragma unroll 1
+    for (int base = 0; base < geo.ctas; base += 32) {
+      const float2 mine =
+          base + geo.lane < geo.ctas ? ld_cg(slot + 2 * (base + geo.lane)) : make_float2(0.f, 0.f);
+      const int n = geo.ctas - base < 32 ? geo.ctas - base : 32;
+#pragma unroll 1
+      for (int k = 0; k < n; ++k) {
+        const float2 part = make_float2(__shfl_sync(0xffffffffu, mine.x, k),
+                                        __shfl_sync(0xffffffffu, mine.y, k));
+        if (base + k == 0) {
+          v = part;
+          cfold.start(0);
+        } else {
+          cfold(v, part, base + k);
+        }
+      }
+    }
+  }
+  return v;
+}
+
+struct SumFolder {
+  __device__ __forceinline__ void start(int) {}
+  __device__ __forceinline__ void operator()(float2& acc, float2 v, int) const {
+    acc.x += v.x;
+    acc.y += v.y;
+  }
+};
+
+// Chan merge of (mean, M2) parts whose element counts come from `Counts::count(i)`.
+template <typename Counts>
+struct ChanFolder {
+  Counts counts;
+  float n;
+  __device__ __forceinline__ void start(int i) { n = counts.count(i); }
+  __device__ __forceinline__ void operator()(float2& acc, float2 v, int i) {
+    chan_merge(n, acc, counts.count(i), v);
+  }
+};
+
+// Element counts of the warps of this CTA's row slice (index: warp_n).
+template <int WARPS_N, int NUM_ELTS, int LDGS, bool GENERAL>
+struct WarpCounts {
+  float c[WARPS_N];
+  __device__ __forceinline__ void init(int cta_n, int col_step, int cols) {
+#pragma unroll
+    for (int w = 0; w < WARPS_N; ++w) {
+      c[w] = GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>((cta_n * WARPS_N + w) * 32 * NUM_ELTS,
+                                                          col_step, cols)
+                     : (float)(LDGS * 32 * NUM_ELTS);
+    }
+  }
+  __device__ __forceinline__ float count(int w) const { return c[w]; }
+};
+
+// Element counts of the CTAs of a row (index: cta_n).
+template <int WARPS_N, int NUM_ELTS, int LDGS, bool GENERAL>
+struct CtaCounts {
+  int col_step, cols;
+  __device__ __forceinline__ float count(int j) const {
+    constexpr int CTA_COLS = WARPS_N * 32 * NUM_ELTS;
+    return GENERAL ? (float)covered<LDGS, CTA_COLS>(j * CTA_COLS, col_step, cols)
+                   : (float)(LDGS * CTA_COLS);
+  }
+};
+
+}  // namespace nn
+
+// ------------------------------------------------------------------------------------------------
+// Forward
+// ------------------------------------------------------------------------------------------------
+
+template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
+          int LDGS, bool GENERAL, bool RMS>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+    norm_fwd(const Ti* x, const Tw* gamma, const Tw* beta, To* y, float* mu, float* rsigma,
+             int rows, int cols, long long x_stride, long long y_stride, float eps,
+             int zero_centered, float* stats, int* barrier, const float* scale, float* amax,
+             float* scale_inv) {
+  using namespace nn;
+  static_assert(!is_half16<To>::value || NUM_ELTS % 2 == 0 || NUM_ELTS == 1, "odd vector");
+  static_assert(same_type<To, float>::value || is_half16<To>::value, "FP8 output: not yet");
+  (void)scale, (void)amax, (void)scale_inv;
+  __shared__ float2 red[2][WARPS_M][WARPS_N];
+
+  const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
+
+  // Weights: once per CTA, outside the row loop.
+  float g[LDGS][NUM_ELTS];
+  float b[LDGS][NUM_ELTS];
+#pragma unroll
+  for (int it = 0; it < LDGS; ++it) {
+    const int col = geo.col0 + it * geo.col_step;
+    load_vec<Tw, NUM_ELTS, GENERAL>(g[it], gamma, col, cols);
+    if constexpr (!RMS) load_vec<Tw, NUM_ELTS, GENERAL>(b[it], beta, col, cols);
+  }
+  if (zero_centered) {
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it)
+#pragma unroll
+      for (int j = 0; j < NUM_ELTS; ++j) g[it][j] += 1.f;
+  }
+
+  const float rn = 1.f / (float)cols;
+  WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL> wcounts;
+  wcounts.init(geo.cta_n, geo.col_step, cols);
+  // (Not wcounts.count(warp_n): a run-time index would put the array in local memory.)
+  const float n_warp =
+      GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>(geo.col0 - geo.lane * NUM_ELTS, geo.col_step,
+                                                    cols)
+              : (float)(LDGS * 32 * NUM_ELTS);
+  const float inv_n_warp = n_warp > 0.f ? 1.f / n_warp : 0.f;
+  ChanFolder<WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> wchan{wcounts, 0.f};
+  ChanFolder<CtaCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> cchan{{geo.col_step, cols}, 0.f};
+  SumFolder sum;
+
+  // Without cross-warp communication a warp can stop at the end of the rows.
+  const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
+  const int trips = geo.trips(rows);
+  for (int trip = 0; trip < trips; ++trip) {
+    const int row = geo.row(trip);
+    const bool valid = row < rows;
+    if (!valid && !lockstep) break;
+
+    float v[LDGS][NUM_ELTS];
+    const Ti* xr = x + (long long)row * x_stride;
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      if (valid) {
+        load_vec<Ti, NUM_ELTS, GENERAL>(v[it], xr, geo.col0 + it * geo.col_step, cols);
+      } else {
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) v[it][j] = 0.f;
+      }
+    }
+
+    float mean = 0.f;
+    float rs;
+    if constexpr (RMS) {
+      float s = 0.f;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it)
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) s += v[it][j] * v[it][j];
+      float2 t = make_float2(warp_sum(s), 0.f);
+      t = row_reduce(t, trip, geo, red, stats, barrier, sum, sum);
+      rs = rsqrtf(t.x * rn + eps);
+    } else {
+      // Warp-local two-pass (mean, then M2 about it); zero-filled columns add nothing to the
+      // sum and are masked out of M2.
+      float s = 0.f;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it)
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) s += v[it][j];
+      const float m_w = warp_sum(s) * inv_n_warp;
+      float m2 = 0.f;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+        const int left = cols - (geo.col0 + it * geo.col_step);
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) {
+          const float d = v[it][j] - m_w;
+          if (!GENERAL || j < left) m2 += d * d;
+        }
+      }
+      float2 t = make_float2(m_w, warp_sum(m2));
+      t = row_reduce(t, trip, geo, red, stats, barrier, wchan, cchan);
+      mean = t.x;
+      rs = rsqrtf(t.y * rn + eps);
+    }
+
+    if (valid) {
+      if (geo.cta_n == 0 && geo.warp_n == 0 && geo.lane == 0) {
+        if constexpr (!RMS) mu[row] = mean;
+        rsigma[row] = rs;
+      }
+      To* yr = y + (long long)row * y_stride;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+        float o[NUM_ELTS];
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) {
+          if constexpr (RMS) {
+            o[j] = v[it][j] * rs * g[it][j];
+          } else {
+            o[j] = (v[it][j] - mean) * rs * g[it][j] + b[it][j];
+          }
+        }
+        store_vec<To, NUM_ELTS, GENERAL>(yr, geo.col0 + it * geo.col_step, cols, o);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Backward
+// ------------------------------------------------------------------------------------------------
+
+template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
+          int LDGS, bool GENERAL, bool RMS, bool ADD>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+    norm_bwd(const To* dy, const Ti* x, const float* mu, const float* rsigma, const Tw* gamma,
+             Ti* dx, const Ti* add, float* dgamma_part, float* dbeta_part, int rows, int cols,
+             long long dy_stride, long long x_stride, long long dx_stride, long long add_stride,
+             int zero_centered, float* stats, int* barrier) {
+  using namespace nn;
+  static_assert(!ADD || RMS, "the fused add exists for RMSNorm only");
+  __shared__ float2 red[2][WARPS_M][WARPS_N];
+
+  const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
+
+  float g[LDGS][NUM_ELTS];
+#pragma unroll
+  for (int it = 0; it < LDGS; ++it) {
+    load_vec<Tw, NUM_ELTS, GENERAL>(g[it], gamma, geo.col0 + it * geo.col_step, cols);
+  }
+  if (zero_centered) {
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it)
+#pragma unroll
+      for (int j = 0; j < NUM_ELTS; ++j) g[it][j] += 1.f;
+  }
+
+  // Per-column dgamma/dbeta partial sums over this thread's rows.
+  float dg[LDGS][NUM_ELTS];
+  float db[LDGS][NUM_ELTS];
+#pragma unroll
+  for (int it = 0; it < LDGS; ++it)
+#pragma unroll
+    for (int j = 0; j < NUM_ELTS; ++j) dg[it][j] = db[it][j] = 0.f;
+
+  const float rn = 1.f / (float)cols;
+  SumFolder sum;
+  const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
+  const int trips = geo.trips(rows);
+  for (int trip = 0; trip < trips; ++trip) {
+    const int row = geo.row(trip);
+    const bool valid = row < rows;
+    if (!valid && !lockstep) break;
+
+    // Out-of-range rows and columns read as zeros, which add nothing to any sum below.
+    float xv[LDGS][NUM_ELTS];
+    float dyv[LDGS][NUM_ELTS];
+    float av[ADD ? LDGS : 1][NUM_ELTS];
+    const Ti* xr = x + (long long)row * x_stride;
+    const To* dyr = dy + (long long)row * dy_stride;
+    const Ti* ar = add + (long long)row * add_stride;
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      const int col = geo.col0 + it * geo.col_step;
+      if (valid) {
+        load_vec<Ti, NUM_ELTS, GENERAL>(xv[it], xr, col, cols);
+        load_vec<To, NUM_ELTS, GENERAL>(dyv[it], dyr, col, cols);
+        if constexpr (ADD) load_vec<Ti, NUM_ELTS, GENERAL>(av[it], ar, col, cols);
+      } else {
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) xv[it][j] = dyv[it][j] = 0.f;
+      }
+    }
+    const float m = (!RMS && valid) ? mu[row] : 0.f;
+    const float rs = valid ? rsigma[row] : 0.f;
+
+    // xhat and dy * g replace x and dy in registers.
+    float2 s = make_float2(0.f, 0.f);
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+#pragma unroll
+      for (int j = 0; j < NUM_ELTS; ++j) {
+        const float xhat = RMS ? xv[it][j] * rs : (xv[it][j] - m) * rs;
+        const float d = dyv[it][j];
+        const float dyg = d * g[it][j];
+        dg[it][j] += d * xhat;
+        if constexpr (!RMS) {
+          db[it][j] += d;
+          s.x += dyg;
+        }
+        s.y += dyg * xhat;
+        xv[it][j] = xhat;
+        dyv[it][j] = dyg;
+      }
+    }
+    if constexpr (RMS) {
+      s.y = warp_sum(s.y);
+    } else {
+      s = warp_sum(s);
+    }
+    s = row_reduce(s, trip, geo, red, stats, barrier, sum, sum);
+    const float mean_dyg = s.x * rn;
+    const float mean_dyg_xhat = s.y * rn;
+
+    if (valid) {
+      Ti* dxr = dx + (long long)row * dx_stride;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+        float o[NUM_ELTS];
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) {
+          if constexpr (RMS) {
+            o[j] = rs * (dyv[it][j] - mean_dyg_xhat * xv[it][j]);
+          } else {
+            o[j] = rs * (dyv[it][j] - mean_dyg_xhat * xv[it][j] - mean_dyg);
+          }
+          if constexpr (ADD) o[j] += av[it][j];
+        }
+        store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
+      }
+    }
+  }
+
+  // Partial row blockIdx.y * WARPS_M + warp_m; lanes of warp_n > 0 hold other columns of it.
+  const long long prow = (long long)blockIdx.y * WARPS_M + geo.warp_m;
+  float* pg = dgamma_part + prow * cols;
+  float* pb = RMS ? pg : dbeta_part + prow * cols;
+  // fp32 vectors need 4 * NUM_ELTS-aligned partial rows: cols % NUM_ELTS == 0.
+  const bool vec_ok = !GENERAL || cols % NUM_ELTS == 0;
+#pragma unroll
+  for (int it = 0; it < LDGS; ++it) {
+    const int col = geo.col0 + it * geo.col_step;
+    if (vec_ok) {
+      store_vec<float, NUM_ELTS, GENERAL>(pg, col, cols, dg[it]);
+      if constexpr (!RMS) store_vec<float, NUM_ELTS, GENERAL>(pb, col, cols, db[it]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < NUM_ELTS; ++j) {
+        if (col + j < cols) {
+          pg[col + j] = dg[it][j];
+          if constexpr (!RMS) pb[col + j] = db[it][j];
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Finalize: one thread per column sums the partial rows in order (no atomics: reproducible).
+// ------------------------------------------------------------------------------------------------
+
+template <typename Tw, bool HAS_BETA>
+__global__ void norm_bwd_finalize(const float* dgamma_part, const float* dbeta_part, Tw* dgamma,
+                                  Tw* dbeta, int partial_rows, int cols) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  constexpr int BATCH = 8;  // loads in flight per thread; the adds stay in row order
+  const float* pg = dgamma_part + c;
+  const float* pb = HAS_BETA ? dbeta_part + c : pg;
+  float sg = 0.f, sb = 0.f;
+  int r = 0;
+#pragma unroll 1
+  for (; r + BATCH <= partial_rows; r += BATCH) {
+    float tg[BATCH], tb[BATCH];
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k) {
+      tg[k] = pg[(long long)(r + k) * cols];
+      if (HAS_BETA) tb[k] = pb[(long long)(r + k) * cols];
+    }
+#pragma unroll
+    for (int k = 0; k < BATCH; ++k) {
+      sg += tg[k];
+      if (HAS_BETA) sb += tb[k];
+    }
+  }
+#pragma unroll 1
+  for (; r < partial_rows; ++r) {
+    sg += pg[(long long)r * cols];
+    if (HAS_BETA) sb += pb[(long long)r * cols];
+  }
+  nn::store_elem(dgamma + c, sg);
+  if (HAS_BETA) nn::store_elem(dbeta + c, sb);
+}

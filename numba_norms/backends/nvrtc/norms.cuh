@@ -1,0 +1,266 @@
+// Device helpers of the norm kernels (norms.cu): storage types, conversions, vector access,
+// reductions and the inter-CTA barrier.
+//
+// No CUDA header is included: NVRTC's built-ins (uint4, float2, __shfl_xor_sync, atomicAdd,
+// __threadfence, __uint_as_float, ...) are enough, and cuda_bf16.h alone would cost ~55 ms of
+// every cold compile. Conversions are inline PTX (sm_80+) or bit operations.
+#pragma once
+
+namespace nn {
+
+// ------------------------------------------------------------------------------------------------
+// Storage types. fp16 and bf16 share a 16-bit layout; distinct structs keep them distinct
+// template arguments (the launcher passes raw device pointers, so the layout is all that counts).
+// ------------------------------------------------------------------------------------------------
+
+struct __align__(2) fp16 { unsigned short bits; };
+struct __align__(2) bf16 { unsigned short bits; };
+struct fp8e4m3 { unsigned char bits; };  // FP8 outputs: declared for the signature, not used yet
+struct fp8e5m2 { unsigned char bits; };
+
+template <typename A, typename B> struct same_type { static constexpr bool value = false; };
+template <typename A> struct same_type<A, A> { static constexpr bool value = true; };
+
+template <typename T>
+struct is_half16 {
+  static constexpr bool value = same_type<T, fp16>::value || same_type<T, bf16>::value;
+};
+
+// ------------------------------------------------------------------------------------------------
+// Scalar conversions on 16-bit payloads.
+// ------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ float lo16_to_float(unsigned w, fp16) {
+  float f;
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l; }" : "=f"(f) : "r"(w));
+  return f;
+}
+__device__ __forceinline__ float hi16_to_float(unsigned w, fp16) {
+  float f;
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(w));
+  return f;
+}
+// bf16 is the upper half of an fp32: widening is a shift (or a mask for the high element).
+__device__ __forceinline__ float lo16_to_float(unsigned w, bf16) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float hi16_to_float(unsigned w, bf16) {
+  return __uint_as_float(w & 0xffff0000u);
+}
+
+// Two floats -> one 32-bit word {hi:lo}, round to nearest even.
+__device__ __forceinline__ unsigned pack2(float lo, float hi, fp16) {
+  unsigned w;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+}
+__device__ __forceinline__ unsigned pack2(float lo, float hi, bf16) {
+  unsigned w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(hi), "f"(lo));
+  return w;
+}
+// One float -> 16-bit payload in the low half of a word.
+__device__ __forceinline__ unsigned pack1(float f, fp16) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ unsigned pack1(float f, bf16) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Pack<T, N>: N elements of T as raw 32-bit words, moved with the widest aligned accesses
+// (16 bytes where possible). The caller guarantees alignment to min(16, N * sizeof(T)).
+// ------------------------------------------------------------------------------------------------
+
+template <typename T, int N>
+struct Pack {
+  static constexpr int BYTES = N * (int)sizeof(T);
+  static constexpr int WORDS = BYTES < 4 ? 1 : BYTES / 4;
+  static_assert(BYTES == 2 || BYTES % 4 == 0, "vector of an odd byte count");
+  unsigned w[WORDS];
+
+  __device__ __forceinline__ void load(const T* p) {
+    if constexpr (BYTES % 16 == 0) {
+#pragma unroll
+      for (int i = 0; i < BYTES / 16; ++i) {
+        const uint4 q = reinterpret_cast<const uint4*>(p)[i];
+        w[4 * i] = q.x; w[4 * i + 1] = q.y; w[4 * i + 2] = q.z; w[4 * i + 3] = q.w;
+      }
+    } else if constexpr (BYTES == 8) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x; w[1] = q.y;
+    } else if constexpr (BYTES == 4) {
+      w[0] = *reinterpret_cast<const unsigned*>(p);
+    } else {
+      w[0] = *reinterpret_cast<const unsigned short*>(p);
+    }
+  }
+
+  __device__ __forceinline__ void store(T* p) const {
+    if constexpr (BYTES % 16 == 0) {
+#pragma unroll
+      for (int i = 0; i < BYTES / 16; ++i) {
+        reinterpret_cast<uint4*>(p)[i] =
+            make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+      }
+    } else if constexpr (BYTES == 8) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    } else if constexpr (BYTES == 4) {
+      *reinterpret_cast<unsigned*>(p) = w[0];
+    } else {
+      *reinterpret_cast<unsigned short*>(p) = (unsigned short)w[0];
+    }
+  }
+
+  __device__ __forceinline__ void to_float(float (&f)[N]) const {
+    if constexpr (same_type<T, float>::value) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) f[i] = __uint_as_float(w[i]);
+    } else {
+      static_assert(is_half16<T>::value, "unsupported storage type");
+      if constexpr (N == 1) {
+        f[0] = lo16_to_float(w[0], T());
+      } else {
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) {
+          f[2 * i] = lo16_to_float(w[i], T());
+          f[2 * i + 1] = hi16_to_float(w[i], T());
+        }
+      }
+    }
+  }
+
+  __device__ __forceinline__ void from_float(const float (&f)[N]) {
+    if constexpr (same_type<T, float>::value) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) w[i] = __float_as_uint(f[i]);
+    } else {
+      static_assert(is_half16<T>::value, "unsupported storage type");
+      if constexpr (N == 1) {
+        w[0] = pack1(f[0], T());
+      } else {
+#pragma unroll
+        for (int i = 0; i < N / 2; ++i) w[i] = pack2(f[2 * i], f[2 * i + 1], T());
+      }
+    }
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ float load_elem(const T* p) {
+  Pack<T, 1> v;
+  v.load(p);
+  float f[1];
+  v.to_float(f);
+  return f[0];
+}
+
+template <typename T>
+__device__ __forceinline__ void store_elem(T* p, float x) {
+  const float f[1] = {x};
+  Pack<T, 1> v;
+  v.from_float(f);
+  v.store(p);
+}
+
+// Vector of N elements at row[col..col+N). The general kernel zero-fills and skips columns at or
+// past `cols` (a partial last vector is read element by element).
+template <typename T, int N, bool GENERAL>
+__device__ __forceinline__ void load_vec(float (&f)[N], const T* row, int col, int cols) {
+  if (!GENERAL || col + N <= cols) {
+    Pack<T, N> v;
+    v.load(row + col);
+    v.to_float(f);
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) f[j] = col + j < cols ? load_elem(row + col + j) : 0.f;
+  }
+}
+
+template <typename T, int N, bool GENERAL>
+__device__ __forceinline__ void store_vec(T* row, int col, int cols, const float (&f)[N]) {
+  if (!GENERAL || col + N <= cols) {
+    Pack<T, N> v;
+    v.from_float(f);
+    v.store(row + col);
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      if (col + j < cols) store_elem(row + col + j, f[j]);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Reductions. The xor butterfly leaves the bitwise same sum in every lane (each step adds the
+// same two operands, only commuted), so all lanes agree without a broadcast.
+// ------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float2 warp_sum(float2 v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
+    v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
+  }
+  return v;
+}
+
+// Merges partial statistics b = (mean, M2) over nb elements into a over na (Chan et al.). A part
+// with no elements changes nothing; na == 0 takes b exactly.
+__device__ __forceinline__ void chan_merge(float& na, float2& a, float nb, float2 b) {
+  if (nb > 0.f) {
+    const float n = na + nb;
+    const float delta = b.x - a.x;
+    const float fb = nb / n;
+    a.x += delta * fb;
+    a.y += b.y + delta * delta * na * fb;
+    na = n;
+  }
+}
+
+// Plain sums, in order.
+struct SumFold {
+  __device__ __forceinline__ void operator()(float2& acc, float2 v, int) const {
+    acc.x += v.x;
+    acc.y += v.y;
+  }
+};
+
+// ------------------------------------------------------------------------------------------------
+// Uncached (L2) accesses of the inter-CTA statistics: another CTA wrote them, and an L1 line
+// from the previous use of this buffer must not be read.
+// ------------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ void st_cg(float* p, float2 v) {
+  asm volatile("st.global.cg.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v.x), "f"(v.y) : "memory");
+}
+__device__ __forceinline__ float2 ld_cg(const float* p) {
+  float2 v;
+  asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p) : "memory");
+  return v;
+}
+
+// Arrival barrier of the CTAs sharing a row (contract: counter zeroed before the launch; at its
+// k-th use every CTA adds 1 and waits for k * ctas_per_row arrivals). All threads must enter.
+__device__ __forceinline__ void inter_cta_barrier(int* counter, int target) {
+  __syncthreads();  // this CTA's stores happen before thread 0's release fence
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1);
+    const volatile int* c = counter;
+    while (*c < target) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+}  // namespace nn

@@ -1,0 +1,414 @@
+// Fused softmax kernels (scaled, scaled-masked, upper-triangular causal, aligned causal; forward
+// and backward) with TransformerEngine's semantics, for any row length. Contract and thread
+// mapping: docs/design.md ("Norm kernels" and "Softmax kernels").
+//
+// One row = WARPS_N warps of gridDim.x CTAs; it stays in registers (LDGS vectors of NUM_ELTS
+// elements a thread), so x and the mask are read once and y written once. Reductions: warp
+// xor-butterfly, then the WARPS_N warps of the row through shared memory in warp order, then
+// (gridDim.x > 1) the CTAs of the row through `stats` and one inter-CTA barrier a trip, merged
+// in CTA order. Everything is fp32 and runs in a fixed order, so results are bitwise
+// reproducible. Storage types, vectors, warp_sum and the barrier come from norms.cuh.
+//
+// exp(v - max) is computed as exp2(v * log2e - max * log2e) with ex2.approx.ftz: the scores are
+// prescaled by scale * log2e on load, so each element costs one FMUL and one MUFU.EX2.
+#include "norms.cuh"
+
+namespace nnsm {
+
+constexpr float kLog2e = 1.4426950408889634f;
+// TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
+constexpr float kMaskedScore = -10000.0f * kLog2e;
+
+__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+
+// 2^x; ex2.approx(-inf) is +0, which is what excluded columns rely on.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// N mask bytes as 32-bit words (one N-byte load; the planner sizes vectors from every array's
+// alignment, the mask's included).
+template <int N>
+struct MaskBytes {
+  static constexpr int WORDS = (N + 3) / 4;
+  unsigned w[WORDS];
+
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int i = 0; i < WORDS; ++i) w[i] = 0u;
+  }
+
+  __device__ __forceinline__ void load(const unsigned char* p) {
+    if constexpr (N >= 16) {
+#pragma unroll
+      for (int i = 0; i < N / 16; ++i) {
+        const uint4 q = reinterpret_cast<const uint4*>(p)[i];
+        w[4 * i] = q.x; w[4 * i + 1] = q.y; w[4 * i + 2] = q.z; w[4 * i + 3] = q.w;
+      }
+    } else if constexpr (N == 8) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x; w[1] = q.y;
+    } else if constexpr (N == 4) {
+      w[0] = *reinterpret_cast<const unsigned*>(p);
+    } else if constexpr (N == 2) {
+      w[0] = *reinterpret_cast<const unsigned short*>(p);
+    } else {
+      w[0] = *p;
+    }
+  }
+
+  // The first n (< N) bytes one by one, zeros after.
+  __device__ __forceinline__ void load_partial(const unsigned char* p, int n) {
+    clear();
+#pragma unroll
+    for (int j = 0; j < N - 1; ++j) {
+      if (j < n) w[j / 4] |= (unsigned)p[j] << (8 * (j % 4));
+    }
+  }
+
+  // Nonzero means masked (bool or uint8 masks).
+  __device__ __forceinline__ bool masked(int j) const {
+    return ((w[j / 4] >> (8 * (j % 4))) & 0xffu) != 0u;
+  }
+};
+
+template <typename T, int N>
+__device__ __forceinline__ void clear(nn::Pack<T, N>& p) {
+#pragma unroll
+  for (int i = 0; i < nn::Pack<T, N>::WORDS; ++i) p.w[i] = 0u;
+}
+
+// The first n (< N) elements of a pack, one by one (zeros after): the partial last vector of a
+// row whose length is not a multiple of N.
+template <typename T, int N>
+__device__ __forceinline__ void load_partial(nn::Pack<T, N>& p, const T* src, int n) {
+  clear(p);
+#pragma unroll
+  for (int j = 0; j < N - 1; ++j) {
+    if (j < n) {
+      if constexpr (sizeof(T) == 4) {
+        p.w[j] = reinterpret_cast<const unsigned*>(src)[j];
+      } else {
+        p.w[j / 2] |= (unsigned)reinterpret_cast<const unsigned short*>(src)[j] << (16 * (j % 2));
+      }
+    }
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_partial(const nn::Pack<T, N>& p, T* dst, int n) {
+#pragma unroll
+  for (int j = 0; j < N - 1; ++j) {
+    if (j < n) {
+      if constexpr (sizeof(T) == 4) {
+        reinterpret_cast<unsigned*>(dst)[j] = p.w[j];
+      } else {
+        reinterpret_cast<unsigned short*>(dst)[j] = (unsigned short)(p.w[j / 2] >> (16 * (j % 2)));
+      }
+    }
+  }
+}
+
+// Where the row's partial last vector is. Only one vector of a row can be partial, and it is
+// handled once, outside the unrolled loops: that keeps the unrolled code to one vector access
+// per step (compile time), and the tail costs nothing when cols % N == 0.
+struct Tail {
+  int col;   // first column of the partial vector (== cols when there is none)
+  int n;     // its valid elements (0 when there is none)
+  bool mine; // this thread's columns include it
+
+  __device__ __forceinline__ Tail(int cols, int n_elts, int col0, int col_step) {
+    n = cols % n_elts;
+    col = cols - n;
+    mine = n != 0 && col >= col0 && (col - col0) % col_step == 0;
+  }
+};
+
+// Stats slot of (CTA c, this row) in buffer (trip & 1): [2][ctas_per_col][WARPS_M][ctas][2].
+template <int WARPS_M>
+__device__ __forceinline__ float* stats_row(float* stats, int trip, int warp_m) {
+  return stats + ((((trip & 1) * gridDim.y + blockIdx.y) * WARPS_M + warp_m) * gridDim.x) * 2;
+}
+
+}  // namespace nnsm
+
+// y = softmax(x * scale) over each row's kept columns; VARIANT 0 scaled, 1 masked,
+// 2 upper_triang, 3 aligned_causal.
+template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int VARIANT>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+    softmax_fwd(const T* x, const unsigned char* mask, T* y, int rows, int cols,
+                long long x_stride, long long y_stride, long long mask_stride, int sq, int heads,
+                int mask_batch, float scale, float* stats, int* barrier) {
+  using namespace nnsm;
+  constexpr int N = NUM_ELTS;
+  constexpr bool MASKED = VARIANT == 1;
+  constexpr bool CAUSAL = VARIANT >= 2;
+  static_assert(VARIANT >= 0 && VARIANT <= 3, "unknown variant");
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int warp_m = warp / WARPS_N;
+  const int warp_n = warp % WARPS_N;
+  const int ctas = gridDim.x;  // CTAs sharing a row
+  const int col0 = ((blockIdx.x * WARPS_N + warp_n) * 32 + lane) * N;
+  const int col_step = ctas * WARPS_N * 32 * N;
+  const int rows_step = gridDim.y * WARPS_M;
+  const int trips = (rows + rows_step - 1) / rows_step;
+  const float k = scale * kLog2e;
+  const Tail tail(cols, N, col0, col_step);
+
+  __shared__ float s_max[WARPS_M][WARPS_N];
+  __shared__ float s_sum[WARPS_M][WARPS_N];
+  __shared__ int s_keep[WARPS_M][WARPS_N];
+
+  for (int trip = 0; trip < trips; ++trip) {
+    const int row = (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
+    const bool valid = row < rows;
+    // Columns [0, lim) are read; later ones are excluded (causal) or past the row's end.
+    int lim = valid ? cols : 0;
+    const int qi = VARIANT == 0 ? 0 : row % sq;
+    if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
+    if constexpr (VARIANT == 3) lim = min(lim, max(qi + (cols - sq) + 1, 0));
+    const T* xr = x + row * x_stride;
+    const unsigned char* mr = mask;
+    if constexpr (MASKED) {
+      const int b = row / (heads * sq);
+      mr = mask + ((long long)(mask_batch == 1 ? 0 : b) * sq + qi) * mask_stride;
+    }
+    nn::Pack<T, N> xt;  // the partial last vector, or zeros
+    MaskBytes<N> mt;
+    clear(xt);
+    mt.clear();
+    if (tail.mine && tail.col < lim) {
+      load_partial(xt, xr + tail.col, tail.n);
+      if constexpr (MASKED) mt.load_partial(mr + tail.col, tail.n);
+    }
+
+    // Load, scale into the log2 domain, apply the mask; the row maximum along the way.
+    float v[LDGS][N];
+    float m = neg_inf();
+    bool keep = false;  // masked variant: an unmasked column among this thread's
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      const int c = col0 + it * col_step;
+      nn::Pack<T, N> p = xt;
+      MaskBytes<N> mb = mt;
+      if (c < lim && c + N <= cols) {
+        p.load(xr + c);
+        if constexpr (MASKED) mb.load(mr + c);
+      }
+      float f[N];
+      p.to_float(f);
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const bool in = c + j < lim;
+        float t = f[j] * k;
+        if constexpr (MASKED) {
+          const bool msk = mb.masked(j);
+          t = msk ? kMaskedScore : t;
+          keep |= in && !msk;
+        }
+        v[it][j] = in ? t : neg_inf();
+        m = fmaxf(m, v[it][j]);
+      }
+    }
+
+    m = warp_max(m);
+    if constexpr (MASKED) keep = __any_sync(0xffffffffu, keep);
+    if constexpr (WARPS_N > 1) {
+      if (lane == 0) {
+        s_max[warp_m][warp_n] = m;
+        if constexpr (MASKED) s_keep[warp_m][warp_n] = keep;
+      }
+      __syncthreads();
+      m = s_max[warp_m][0];
+#pragma unroll
+      for (int w = 1; w < WARPS_N; ++w) m = fmaxf(m, s_max[warp_m][w]);
+      if constexpr (MASKED) {
+        int any = 0;
+#pragma unroll
+        for (int w = 0; w < WARPS_N; ++w) any |= s_keep[warp_m][w];
+        keep = any != 0;
+      }
+    }
+
+    // A CTA part with nothing kept has m = -inf: exponentiate against 0 so its terms are 0.
+    const float base = m == neg_inf() ? 0.f : m;
+    float s = 0.f;
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        v[it][j] = ex2(v[it][j] - base);
+        s += v[it][j];
+      }
+    }
+    s = nn::warp_sum(s);
+    if constexpr (WARPS_N > 1) {
+      if (lane == 0) s_sum[warp_m][warp_n] = s;
+      __syncthreads();
+      s = s_sum[warp_m][0];
+#pragma unroll
+      for (int w = 1; w < WARPS_N; ++w) s += s_sum[warp_m][w];
+    }
+
+    // Whether the row keeps anything: masked rows need the reduction (across CTAs below),
+    // causal ones know it from lim (the same in every CTA of the row).
+    bool row_keep = MASKED ? keep : (CAUSAL ? lim > 0 : true);
+    float factor;
+    if (ctas > 1) {
+      // One (max, sum) pair per CTA; for the masked variant the sum's sign carries "this CTA
+      // keeps nothing" (every CTA owns a column, so its sum is >= 1 and the sign is free).
+      float* buf = stats_row<WARPS_M>(stats, trip, warp_m);
+      if (valid && warp_n == 0 && lane == 0) {
+        nn::st_cg(buf + 2 * blockIdx.x, make_float2(m, MASKED && !keep ? -s : s));
+      }
+      nn::inter_cta_barrier(barrier + blockIdx.y, (trip + 1) * ctas);
+      factor = 0.f;
+      if (valid) {
+        float gm = neg_inf();
+#pragma unroll 1
+        for (int c = 0; c < ctas; ++c) gm = fmaxf(gm, nn::ld_cg(buf + 2 * c).x);
+        float gs = 0.f;
+        bool any = false;
+#pragma unroll 1
+        for (int c = 0; c < ctas; ++c) {
+          const float2 p = nn::ld_cg(buf + 2 * c);
+          gs += fabsf(p.y) * ex2(p.x - gm);
+          any |= p.y > 0.f;
+        }
+        if constexpr (MASKED) row_keep = any;
+        // A CTA whose columns are all excluded has only zeros (and must not scale them by inf).
+        if (row_keep && m != neg_inf()) factor = ex2(m - gm) / gs;
+      }
+    } else {
+      factor = row_keep ? 1.f / s : 0.f;
+    }
+
+    if (valid) {
+      T* yr = y + row * y_stride;
+      nn::Pack<T, N> yt;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+        const int c = col0 + it * col_step;
+        float f[N];
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          f[j] = v[it][j] * factor;
+          if constexpr (CAUSAL) f[j] = c + j < lim ? f[j] : 0.f;  // exact zeros, even for NaN
+        }
+        nn::Pack<T, N> p;
+        p.from_float(f);
+        if (c + N <= cols) p.store(yr + c);
+        if (c == tail.col) yt = p;
+      }
+      if (tail.mine) store_partial(yt, yr + tail.col, tail.n);
+    }
+  }
+}
+
+// dx = scale * y * (dy - sum_j dy_j * y_j); the same kernel serves every variant (excluded and
+// masked positions have y == 0).
+template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+    softmax_bwd(const T* dy, const T* y, T* dx, int rows, int cols, long long dy_stride,
+                long long y_stride, long long dx_stride, float scale, float* stats,
+                int* barrier) {
+  using namespace nnsm;
+  constexpr int N = NUM_ELTS;
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int warp_m = warp / WARPS_N;
+  const int warp_n = warp % WARPS_N;
+  const int ctas = gridDim.x;
+  const int col0 = ((blockIdx.x * WARPS_N + warp_n) * 32 + lane) * N;
+  const int col_step = ctas * WARPS_N * 32 * N;
+  const int rows_step = gridDim.y * WARPS_M;
+  const int trips = (rows + rows_step - 1) / rows_step;
+  const Tail tail(cols, N, col0, col_step);
+
+  __shared__ float s_sum[WARPS_M][WARPS_N];
+
+  for (int trip = 0; trip < trips; ++trip) {
+    const int row = (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
+    const bool valid = row < rows;
+    const int lim = valid ? cols : 0;
+    const T* dyr = dy + row * dy_stride;
+    const T* yr = y + row * y_stride;
+    nn::Pack<T, N> dt, yt;  // the partial last vectors, or zeros
+    clear(dt);
+    clear(yt);
+    if (tail.mine && valid) {
+      load_partial(dt, dyr + tail.col, tail.n);
+      load_partial(yt, yr + tail.col, tail.n);
+    }
+
+    // The row stays in registers as raw packs (half the registers of fp32 for 16-bit types);
+    // converting twice is cheaper than the occupancy it would cost. Zero packs add nothing.
+    nn::Pack<T, N> pd[LDGS], py[LDGS];
+    float dot = 0.f;
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      const int c = col0 + it * col_step;
+      pd[it] = dt;
+      py[it] = yt;
+      if (c + N <= lim) {
+        pd[it].load(dyr + c);
+        py[it].load(yr + c);
+      }
+      float fd[N], fy[N];
+      pd[it].to_float(fd);
+      py[it].to_float(fy);
+#pragma unroll
+      for (int j = 0; j < N; ++j) dot += fd[j] * fy[j];
+    }
+    dot = nn::warp_sum(dot);
+    if constexpr (WARPS_N > 1) {
+      if (lane == 0) s_sum[warp_m][warp_n] = dot;
+      __syncthreads();
+      dot = s_sum[warp_m][0];
+#pragma unroll
+      for (int w = 1; w < WARPS_N; ++w) dot += s_sum[warp_m][w];
+    }
+    if (ctas > 1) {
+      float* buf = stats_row<WARPS_M>(stats, trip, warp_m);
+      if (valid && warp_n == 0 && lane == 0) {
+        nn::st_cg(buf + 2 * blockIdx.x, make_float2(dot, 0.f));
+      }
+      nn::inter_cta_barrier(barrier + blockIdx.y, (trip + 1) * ctas);
+      if (valid) {
+        dot = 0.f;
+#pragma unroll 1
+        for (int c = 0; c < ctas; ++c) dot += nn::ld_cg(buf + 2 * c).x;
+      }
+    }
+
+    if (valid) {
+      T* dxr = dx + row * dx_stride;
+      nn::Pack<T, N> xt;
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+        const int c = col0 + it * col_step;
+        float fd[N], fy[N], f[N];
+        pd[it].to_float(fd);
+        py[it].to_float(fy);
+#pragma unroll
+        for (int j = 0; j < N; ++j) f[j] = scale * fy[j] * (fd[j] - dot);
+        nn::Pack<T, N> p;
+        p.from_float(f);
+        if (c + N <= cols) p.store(dxr + c);
+        if (c == tail.col) xt = p;
+      }
+      if (tail.mine) store_partial(xt, dxr + tail.col, tail.n);
+    }
+  }
+}

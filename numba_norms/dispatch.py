@@ -1,0 +1,243 @@
+"""The one place that knows both backends.
+
+For each call: read ``DISABLE_NVRTC`` (at call time), pick the registry entry, ask the planner for
+the spec and plan, fetch the compiled kernel from the chosen backend and launch it. Plans are
+cached per problem so a repeated call costs a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+import warnings
+from dataclasses import dataclass
+from types import ModuleType
+
+from . import planner, registry
+from .planner import DeviceLimits, PlanError
+
+__all__ = [
+    "BackendChoice",
+    "choose_backend",
+    "device_limits",
+    "last_backend",
+    "nvrtc_status",
+    "run_norm",
+    "run_softmax",
+    "simulator_enabled",
+]
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class BackendChoice:
+    """The backend a call uses and why."""
+
+    name: str  # "nvrtc" | "numba"
+    reason: str
+
+
+def simulator_enabled() -> bool:
+    """True when Numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1 before numba import)."""
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+_nvrtc_lock = threading.Lock()
+_nvrtc_state: tuple[bool, str] | None = None
+_warned_fallback = False
+
+
+def nvrtc_status() -> tuple[bool, str]:
+    """(usable, detail): whether NVRTC can be loaded, and its version or the failure."""
+    global _nvrtc_state
+    if _nvrtc_state is None:
+        with _nvrtc_lock:
+            if _nvrtc_state is None:
+                try:
+                    import rtc
+
+                    major, minor = rtc.nvrtc_version()
+                    _nvrtc_state = (True, f"NVRTC {major}.{minor}")
+                except Exception as exc:  # any failure to load the library means "no NVRTC"
+                    _nvrtc_state = (False, f"{type(exc).__name__}: {exc}")
+    return _nvrtc_state
+
+
+def choose_backend() -> BackendChoice:
+    """The backend a call made now would use, and why."""
+    global _warned_fallback
+    if os.environ.get("DISABLE_NVRTC", "").strip().lower() in _TRUE:
+        return BackendChoice("numba", "DISABLE_NVRTC is set")
+    if simulator_enabled():
+        return BackendChoice("numba", "Numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1)")
+    ok, detail = nvrtc_status()
+    if not ok:
+        if not _warned_fallback:
+            _warned_fallback = True
+            warnings.warn(
+                f"NVRTC cannot be loaded ({detail}); numba-norms falls back to Numba kernels",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return BackendChoice("numba", f"NVRTC cannot be loaded: {detail}")
+    return BackendChoice("nvrtc", f"default ({detail})")
+
+
+_local = threading.local()
+
+
+def last_backend() -> str | None:
+    """The backend that ran this thread's last kernel launch ("nvrtc" or "numba")."""
+    return getattr(_local, "backend", None)
+
+
+_limits_cache: dict[int | None, DeviceLimits] = {}
+
+
+def device_limits(device: int | None) -> DeviceLimits:
+    """Planner limits of a device (the simulator's when it is on)."""
+    if simulator_enabled():
+        return DeviceLimits.simulator()
+    limits = _limits_cache.get(device)
+    if limits is None:
+        import rtc
+
+        info = rtc.device_info(device)
+        if info is None:
+            raise RuntimeError("no CUDA GPU is available (set NUMBA_ENABLE_CUDASIM=1 to simulate)")
+        limits = DeviceLimits(
+            sm_count=info.sm_count,
+            max_threads_per_block=info.max_threads_per_block,
+            max_shared_per_block_optin=info.max_shared_per_block_optin,
+            cooperative=bool(info.cooperative_launch),
+            name=info.name,
+        )
+        _limits_cache[device] = limits
+    return limits
+
+
+_modules: dict[tuple[str, str], ModuleType] = {}
+
+
+def backend_module(backend: str, op_module: str) -> ModuleType:
+    """``numba_norms.backends.<backend>.<op_module>`` (imported once)."""
+    key = (backend, op_module)
+    mod = _modules.get(key)
+    if mod is None:
+        mod = importlib.import_module(f"numba_norms.backends.{backend}.{op_module}")
+        _modules[key] = mod
+    return mod
+
+
+# (backend, device, op, dtypes..., rows, cols, vector elements, tuned allowed) -> plan
+_plan_cache: dict[tuple, planner.RowPlan] = {}
+_plan_lock = threading.Lock()
+
+
+def _norm_plan(
+    backend: str,
+    mod: ModuleType,
+    key: registry.NormKey,
+    rows: int,
+    cols: int,
+    vec: tuple[tuple[int, int], ...],
+    device: int | None,
+) -> planner.RowPlan:
+    cache_key = (backend, device, key, rows, cols, vec)
+    plan = _plan_cache.get(cache_key)
+    if plan is not None:
+        return plan
+    limits = device_limits(device)
+    alignment = min(a for a, _ in vec)
+    cfg = registry.select_norm(key, cols, rows, alignment)
+    try:
+        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+    except PlanError:
+        # A tuned entry this device cannot run (e.g. several CTAs a row in the simulator).
+        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False)
+        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+    occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
+    plan = planner.norm_plan(spec, rows, cols, limits, occupancy(spec))
+    with _plan_lock:
+        _plan_cache[cache_key] = plan
+    return plan
+
+
+def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, tensors) -> None:
+    """Plan and launch one norm op (``op`` is "layernorm" or "rmsnorm").
+
+    ``tensors`` are the call's arrays whose alignment limits the vector width: a tuple of
+    ``(alignment_bytes, itemsize)`` pairs.
+    """
+    choice = choose_backend()
+    mod = backend_module(choice.name, op)
+    plan = _norm_plan(choice.name, mod, key, rows, cols, tuple(tensors), call.device)
+    args.scratch = _scratch(call, plan.scratch_bytes)
+    launch = mod.backward if key.op.endswith("_bwd") else mod.forward
+    launch(plan, args, call.stream_handle)
+    _local.backend = choice.name
+
+
+def _softmax_plan(
+    backend: str,
+    mod: ModuleType,
+    op: str,
+    variant: str,
+    dtype: str,
+    rows: int,
+    cols: int,
+    vec: tuple[tuple[int, int], ...],
+    device: int | None,
+) -> planner.RowPlan:
+    cache_key = (backend, device, op, variant, dtype, rows, cols, vec)
+    plan = _plan_cache.get(cache_key)
+    if plan is not None:
+        return plan
+    limits = device_limits(device)
+    cfg = registry.select_softmax(op, variant, dtype, cols)
+    spec = planner.softmax_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+    occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
+    plan = planner.softmax_plan(spec, rows, cols, limits, occupancy(spec))
+    with _plan_lock:
+        _plan_cache[cache_key] = plan
+    return plan
+
+
+def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: int, tensors):
+    """Plan and launch one softmax kernel (``op`` is "softmax_fwd" or "softmax_bwd")."""
+    choice = choose_backend()
+    mod = backend_module(choice.name, "softmax")
+    plan = _softmax_plan(
+        choice.name, mod, op, variant, dtype, rows, cols, tuple(tensors), call.device
+    )
+    args.scratch = _scratch(call, plan.scratch_bytes)
+    launch = mod.backward if op == "softmax_bwd" else mod.forward
+    launch(plan, args, call.stream_handle)
+    _local.backend = choice.name
+
+
+# Grow-only scratch per (device, stream) for callers whose arrays have no caching allocator:
+# reuse on one stream is ordered by the stream itself, and a cudaMalloc/cudaFree per call would
+# both cost tens of microseconds and synchronise the device.
+_scratch_pool: dict[tuple, object] = {}
+_scratch_lock = threading.Lock()
+
+
+def _scratch(call, nbytes: int):
+    if nbytes == 0:
+        return None
+    if call.kind == "torch":
+        return call.scratch(nbytes)  # torch's caching allocator is stream-ordered already
+    key = (call.device, call.stream_handle)
+    buf = _scratch_pool.get(key)
+    if buf is None or buf.size < nbytes:
+        with _scratch_lock:
+            buf = _scratch_pool.get(key)
+            if buf is None or buf.size < nbytes:
+                buf = call.scratch(max(nbytes, 1 << 20))
+                _scratch_pool[key] = buf
+    return buf

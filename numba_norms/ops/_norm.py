@@ -1,0 +1,126 @@
+"""Shared argument handling of the LayerNorm and RMSNorm entry points."""
+
+from __future__ import annotations
+
+import math
+
+from .. import arrays, dispatch, registry
+from ..backends.common import NormBwdArgs, NormFwdArgs
+
+__all__ = ["norm_bwd", "norm_fwd"]
+
+FLOATS = ("fp32", "fp16", "bf16")
+
+
+def _check_eps(eps: float) -> float:
+    try:
+        eps = float(eps)
+    except (TypeError, ValueError):
+        raise TypeError(f"eps: expected a float, got {type(eps).__name__}") from None
+    if not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps: expected a finite value >= 0, got {eps}")
+    return eps
+
+
+def _check_vector(t, name: str, cols: int, dtype: str | None = None) -> None:
+    if t.shape != (cols,):
+        raise ValueError(
+            f"{name}: expected shape ({cols},) to match x's hidden size, got {t.shape}"
+        )
+    if dtype is not None and t.dtype != dtype:
+        raise TypeError(f"{name}: expected dtype {dtype} (as gamma), got {t.dtype}")
+
+
+def _check_same(t, name: str, ref, ref_name: str, dtype: str | None = None) -> None:
+    if t.shape != ref.shape:
+        raise ValueError(f"{name}: expected shape {ref.shape} (as {ref_name}), got {t.shape}")
+    if dtype is not None and t.dtype != dtype:
+        raise TypeError(f"{name}: expected dtype {dtype}, got {t.dtype}")
+
+
+def _check_combo(op: str, key: registry.NormKey) -> None:
+    combos = registry.supported_norm_dtypes(op, key.fused_add)
+    if (key.weight, key.input, key.output) not in combos:
+        listed = ", ".join("/".join(c) for c in combos)
+        raise registry.UnsupportedError(
+            f"{op}: no kernel for weight={key.weight}, input={key.input}, output={key.output}; "
+            f"supported (weight/input/output): {listed}"
+        )
+
+
+def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, stream):
+    """Forward of ``kind`` ("layernorm" or "rmsnorm"); returns the caller-kind outputs."""
+    op = f"{kind}_fwd"
+    eps = _check_eps(eps)
+    call = arrays.Call(stream)
+    xt = call.input(x, "x", dtypes=FLOATS, min_ndim=1)
+    gt = call.input(gamma, "gamma", dtypes=FLOATS, ndim=1)
+    bt = call.input(beta, "beta", dtypes=FLOATS, ndim=1) if kind == "layernorm" else None
+    rows, cols, _ = xt.rows_cols()
+    if cols == 0:
+        raise ValueError(f"x: hidden size (last dimension) must be > 0, got shape {xt.shape}")
+    _check_vector(gt, "gamma", cols)
+    if bt is not None:
+        _check_vector(bt, "beta", cols, gt.dtype)
+    out = gt.dtype if out_dtype is None else arrays.dtype_name(out_dtype)
+    key = registry.NormKey(op, gt.dtype, xt.dtype, out)
+    _check_combo(op, key)
+
+    y = call.output(xt.shape, out, "y")
+    mu = call.output((rows,), "fp32", "mu") if kind == "layernorm" else None
+    rsigma = call.output((rows,), "fp32", "rsigma")
+    if rows:
+        args = NormFwdArgs(xt, gt, bt, y, mu, rsigma, eps, bool(zero_centered_gamma))
+        used = [xt, gt, y] + ([bt] if bt is not None else [])
+        pairs = [(t.alignment(), t.itemsize) for t in used]
+        dispatch.run_norm(kind, key, call, args, rows, cols, pairs)
+    outs = (y, mu, rsigma) if kind == "layernorm" else (y, rsigma)
+    return call.finish(*outs)
+
+
+def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream):
+    """Backward of ``kind``; returns (dx, dgamma, dbeta) or (dx, dgamma)."""
+    op = f"{kind}_bwd"
+    call = arrays.Call(stream)
+    dyt = call.input(dy, "dy", dtypes=FLOATS, min_ndim=1)
+    xt = call.input(x, "x", dtypes=FLOATS, min_ndim=1)
+    mut = call.input(mu, "mu", dtypes=("fp32",)) if kind == "layernorm" else None
+    rst = call.input(rsigma, "rsigma", dtypes=("fp32",))
+    gt = call.input(gamma, "gamma", dtypes=FLOATS, ndim=1)
+    addt = call.input(add, "add", dtypes=FLOATS, optional=True) if add is not None else None
+    rows, cols, _ = xt.rows_cols()
+    if cols == 0:
+        raise ValueError(f"x: hidden size (last dimension) must be > 0, got shape {xt.shape}")
+    _check_same(dyt, "dy", xt, "x")
+    dyt.rows_cols()
+    for t, name in ((mut, "mu"), (rst, "rsigma")):
+        if t is not None and t.size != rows:
+            raise ValueError(f"{name}: expected {rows} elements (one per row of x), got {t.shape}")
+    _check_vector(gt, "gamma", cols)
+    if addt is not None:
+        _check_same(addt, "add", xt, "x (add has dx's shape and dtype)", xt.dtype)
+        addt.rows_cols()
+    key = registry.NormKey(op, gt.dtype, xt.dtype, dyt.dtype, addt is not None)
+    _check_combo(op, key)
+
+    dx = call.output(xt.shape, xt.dtype, "dx")
+    dgamma = call.output((cols,), gt.dtype, "dgamma")
+    dbeta = call.output((cols,), gt.dtype, "dbeta") if kind == "layernorm" else None
+    if rows:
+        args = NormBwdArgs(
+            dyt, xt, mut, rst, gt, dx, addt, dgamma, dbeta, bool(zero_centered_gamma)
+        )
+        used = [dyt, xt, gt, dx] + ([addt] if addt is not None else [])
+        pairs = [(t.alignment(), t.itemsize) for t in used]
+        dispatch.run_norm(kind, key, call, args, rows, cols, pairs)
+    else:
+        _zero_fill(call, dgamma, dbeta)
+    outs = (dx, dgamma, dbeta) if kind == "layernorm" else (dx, dgamma)
+    return call.finish(*outs)
+
+
+def _zero_fill(call, *tensors) -> None:
+    """With no rows the parameter gradients are exactly zero."""
+    for t in tensors:
+        if t is not None:
+            call.fill_zero(t)

@@ -1,0 +1,95 @@
+"""LayerNorm forward and backward (TransformerEngine semantics)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._norm import norm_bwd, norm_fwd
+
+__all__ = ["layernorm_bwd", "layernorm_fwd"]
+
+
+def layernorm_fwd(
+    x: Any,
+    gamma: Any,
+    beta: Any,
+    eps: float = 1e-5,
+    *,
+    zero_centered_gamma: bool = False,
+    out_dtype: Any = None,
+    stream: Any = None,
+) -> tuple[Any, Any, Any]:
+    """LayerNorm over the last dimension, computed in fp32.
+
+    ``mu = mean(x)``, ``rsigma = 1 / sqrt(var(x) + eps)`` (biased variance),
+    ``y = (x - mu) * rsigma * g + beta`` with ``g = gamma + 1`` when ``zero_centered_gamma``
+    else ``gamma``.
+
+    Parameters
+    ----------
+    x : array
+        ``[..., hidden]`` in fp32, fp16 or bf16; leading dimensions are flattened into rows. The
+        last dimension must be contiguous. numpy, Numba, CuPy or torch; all arguments of one
+        kind and on one device.
+    gamma, beta : array
+        ``[hidden]``, both of one dtype.
+    eps : float
+        Added to the variance.
+    zero_centered_gamma : bool
+        Use ``gamma + 1`` as the scale.
+    out_dtype : dtype, optional
+        Dtype of ``y``; defaults to gamma's. Any of TE's registered combinations.
+    stream : stream, optional
+        Numba / cuda.core / torch / CuPy stream, anything with ``__cuda_stream__``, or a raw
+        handle. torch inputs default to torch's current stream.
+
+    Returns
+    -------
+    y : array
+        Shape of ``x``, dtype ``out_dtype``; same kind as ``x`` (numpy in, numpy out).
+    mu, rsigma : array
+        fp32 ``[rows]``.
+
+    Raises
+    ------
+    TypeError
+        Unsupported dtype or dtype combination (the message lists the supported ones).
+    ValueError
+        Mismatched shapes, hidden size 0, non-contiguous last dimension, arrays on different
+        devices, or host and device arrays mixed.
+    """
+    return norm_fwd("layernorm", x, gamma, beta, eps, zero_centered_gamma, out_dtype, stream)
+
+
+def layernorm_bwd(
+    dy: Any,
+    x: Any,
+    mu: Any,
+    rsigma: Any,
+    gamma: Any,
+    *,
+    zero_centered_gamma: bool = False,
+    stream: Any = None,
+) -> tuple[Any, Any, Any]:
+    """Gradients of :func:`layernorm_fwd`.
+
+    Parameters
+    ----------
+    dy : array
+        Gradient of ``y``: shape of ``x``, dtype of the forward output.
+    x, mu, rsigma, gamma : array
+        The forward's input, statistics and weight.
+    zero_centered_gamma : bool
+        As in the forward.
+    stream : stream, optional
+        As in :func:`layernorm_fwd`.
+
+    Returns
+    -------
+    dx : array
+        Shape and dtype of ``x``.
+    dgamma, dbeta : array
+        ``[hidden]`` in gamma's dtype. Deterministic: per-CTA fp32 partials reduced in a fixed
+        order, no atomics.
+    """
+    return norm_bwd("layernorm", dy, x, mu, rsigma, gamma, zero_centered_gamma, None, stream)

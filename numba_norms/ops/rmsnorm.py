@@ -1,0 +1,69 @@
+"""RMSNorm forward and backward (TransformerEngine semantics)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._norm import norm_bwd, norm_fwd
+
+__all__ = ["rmsnorm_bwd", "rmsnorm_fwd"]
+
+
+def rmsnorm_fwd(
+    x: Any,
+    gamma: Any,
+    eps: float = 1e-5,
+    *,
+    zero_centered_gamma: bool = False,
+    out_dtype: Any = None,
+    stream: Any = None,
+) -> tuple[Any, Any]:
+    """RMSNorm over the last dimension, computed in fp32.
+
+    ``rsigma = 1 / sqrt(mean(x^2) + eps)``, ``y = x * rsigma * g`` with ``g = gamma + 1`` when
+    ``zero_centered_gamma`` else ``gamma``. Arguments, kinds, streams and errors are those of
+    :func:`numba_norms.layernorm_fwd` (without ``beta``).
+
+    Returns
+    -------
+    y : array
+        Shape of ``x``, dtype ``out_dtype`` (default gamma's).
+    rsigma : array
+        fp32 ``[rows]``.
+    """
+    return norm_fwd("rmsnorm", x, gamma, None, eps, zero_centered_gamma, out_dtype, stream)
+
+
+def rmsnorm_bwd(
+    dy: Any,
+    x: Any,
+    rsigma: Any,
+    gamma: Any,
+    *,
+    zero_centered_gamma: bool = False,
+    add: Any = None,
+    stream: Any = None,
+) -> tuple[Any, Any]:
+    """Gradients of :func:`rmsnorm_fwd`.
+
+    Parameters
+    ----------
+    dy, x, rsigma, gamma : array
+        Gradient of ``y`` (shape of ``x``, the forward output's dtype), the forward's input,
+        statistics and weight.
+    zero_centered_gamma : bool
+        As in the forward.
+    add : array, optional
+        Shape and dtype of ``dx``; added to ``dx`` inside the kernel (TE's BackwardAdd, for a
+        residual branch).
+    stream : stream, optional
+        As in :func:`numba_norms.layernorm_fwd`.
+
+    Returns
+    -------
+    dx : array
+        Shape and dtype of ``x``.
+    dgamma : array
+        ``[hidden]`` in gamma's dtype, deterministic.
+    """
+    return norm_bwd("rmsnorm", dy, x, None, rsigma, gamma, zero_centered_gamma, add, stream)

@@ -1,0 +1,366 @@
+"""The launch planner: configuration + device -> what to compile and how to launch it.
+
+Planning is two steps because the grid depends on the compiled kernel's occupancy:
+
+1. :func:`norm_spec` fixes everything that is compiled in (template parameters / closure
+   constants): vector width, vectors per thread, warps, general or tuned, CTAs per row.
+2. :func:`norm_plan` takes that spec, the problem size, the device limits and the kernel's
+   occupancy, and returns the grid, block, shared memory, scratch layout (barrier, inter-CTA
+   statistics, dgamma/dbeta partials) and whether the launch is cooperative.
+
+Both backends compile from the same :class:`NormSpec` and launch from the same :class:`NormPlan`.
+Pure arithmetic: no backend, no array library, testable with fake devices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .registry import WARP_SIZE, NormConfig, SoftmaxConfig
+
+__all__ = [
+    "DeviceLimits",
+    "NormPlan",
+    "NormSpec",
+    "PlanError",
+    "RowPlan",
+    "SoftmaxSpec",
+    "SCRATCH_ALIGN",
+    "norm_plan",
+    "norm_spec",
+    "row_plan",
+    "softmax_plan",
+    "softmax_spec",
+    "vector_elements",
+]
+
+# Every scratch region starts on this boundary so any vector access inside it is aligned.
+SCRATCH_ALIGN = 256
+# Finalize kernel (dgamma/dbeta partial reduction): one thread per column, this many threads.
+FINALIZE_THREADS = 256
+
+
+class PlanError(ValueError):
+    """A problem the device cannot run with the chosen configuration."""
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """The device facts the planner needs.
+
+    ``max_ctas_per_row`` is 1 where CTAs cannot wait for each other (Numba's CUDA simulator runs
+    blocks one after another, so an inter-CTA barrier would never open).
+    """
+
+    sm_count: int
+    max_threads_per_block: int = 1024
+    max_shared_per_block_optin: int = 227 * 1024
+    cooperative: bool = True
+    max_ctas_per_row: int = 1 << 16
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.sm_count < 1:
+            raise ValueError(f"sm_count must be >= 1, got {self.sm_count}")
+        if self.max_ctas_per_row < 1:
+            raise ValueError("max_ctas_per_row must be >= 1")
+
+    @classmethod
+    def simulator(cls) -> DeviceLimits:
+        """Limits of Numba's CUDA simulator: a few SMs, no inter-CTA waiting."""
+        return cls(sm_count=2, cooperative=False, max_ctas_per_row=1, name="cudasim")
+
+
+def _align(n: int, a: int = SCRATCH_ALIGN) -> int:
+    return (n + a - 1) // a * a
+
+
+def vector_elements(alignments_and_sizes: list[tuple[int, int]], limit: int) -> int:
+    """Largest power-of-two vector length (elements) every array allows, at most ``limit``.
+
+    Each pair is (alignment in bytes of the array's pointer and row pitch, its itemsize): a
+    vector of ``n`` elements needs ``n * itemsize`` bytes of alignment.
+    """
+    n = limit
+    while n > 1 and any(align % (n * size) for align, size in alignments_and_sizes):
+        n //= 2
+    return max(n, 1)
+
+
+@dataclass(frozen=True)
+class NormSpec:
+    """What one compiled norm kernel is specialised on (both backends)."""
+
+    config: NormConfig
+    num_elts: int  # elements per vector access
+    ldgs: int  # vector accesses per thread per row
+    general: bool  # bounds-checked columns (any row length)
+    ctas_per_row: int
+
+    @property
+    def op(self) -> str:
+        return self.config.op
+
+    @property
+    def threads(self) -> int:
+        return self.config.threads
+
+    @property
+    def warps_m(self) -> int:
+        return self.config.warps_m
+
+    @property
+    def warps_n(self) -> int:
+        return self.config.warps_n
+
+    @property
+    def cols_per_row_pass(self) -> int:
+        """Columns covered by all CTAs of a row: the kernel handles rows up to this length."""
+        return self.ctas_per_row * self.config.warps_n * WARP_SIZE * self.num_elts * self.ldgs
+
+    @property
+    def n_partials(self) -> int:
+        """fp32 partial-sum arrays the backward writes (dgamma, and dbeta for LayerNorm)."""
+        if not self.config.is_backward:
+            return 0
+        return 1 if self.config.is_rms else 2
+
+    @property
+    def kernel_key(self) -> tuple:
+        """Everything a compiled kernel depends on (ctas_per_row is a run-time value)."""
+        c = self.config
+        return (
+            c.op,
+            c.weight,
+            c.input,
+            c.output,
+            c.warps_m,
+            c.warps_n,
+            self.num_elts,
+            self.ldgs,
+            self.general,
+            c.fused_add,
+        )
+
+
+def norm_spec(config: NormConfig, cols: int, vec_elts: int, limits: DeviceLimits) -> NormSpec:
+    """Specialise ``config`` for rows of ``cols`` whose arrays allow ``vec_elts``-wide vectors.
+
+    Tuned entries keep their shape (the caller selected them only when aligned). General entries
+    use as many CTAs per row as TE would (``ceil(cols / hidden_size)``); where the device cannot
+    make CTAs wait for each other, one CTA covers the whole row with more vectors per thread.
+    """
+    if cols < 1:
+        raise PlanError(f"hidden size must be >= 1, got {cols}")
+    num_elts = min(config.num_elts, vec_elts)
+    lanes = config.warps_n * WARP_SIZE
+    if config.kind == "tuned":
+        if num_elts != config.num_elts:
+            raise PlanError("tuned configuration needs full-width vector alignment")
+        if config.hidden_size != cols:
+            raise PlanError(f"tuned entry for {config.hidden_size} used for {cols} columns")
+        if config.ctas_per_row > limits.max_ctas_per_row:
+            raise PlanError(f"this device cannot run {config.ctas_per_row} CTAs per row")
+        ldgs = cols // (config.ctas_per_row * lanes * num_elts)
+        return NormSpec(config, num_elts, ldgs, False, config.ctas_per_row)
+    ctas_per_row = math.ceil(cols / config.hidden_size)
+    if ctas_per_row <= limits.max_ctas_per_row:
+        ldgs = math.ceil(config.hidden_size / (lanes * num_elts))
+    else:
+        ctas_per_row = 1
+        ldgs = math.ceil(cols / (lanes * num_elts))
+    return NormSpec(config, num_elts, ldgs, True, ctas_per_row)
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """A launch of one row kernel (norm or softmax; for norm backward also its finalize kernel).
+
+    Scratch layout (byte offsets into one device buffer of ``scratch_bytes``):
+
+    * ``barrier``: one int32 arrival counter per row group, zeroed before every launch
+      (only with ``ctas_per_row > 1``);
+    * ``stats``: inter-CTA exchange, ``[2 buffers][ctas_per_col][warps_m][ctas_per_row][2]`` fp32
+      (only with ``ctas_per_row > 1``);
+    * ``partials`` (backward): dgamma then dbeta partial sums, each ``[partial_rows, cols]`` fp32,
+      row ``blockIdx.y * warps_m + warp_m``; the finalize kernel sums the rows in order.
+    """
+
+    spec: NormSpec | SoftmaxSpec
+    rows: int
+    cols: int
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_bytes: int
+    ctas_per_row: int
+    ctas_per_col: int
+    cooperative: bool
+    barrier_offset: int
+    barrier_bytes: int
+    stats_offset: int
+    stats_bytes: int
+    partial_offset: int
+    partial_rows: int
+    partial_bytes: int
+    scratch_bytes: int
+    finalize_grid: tuple[int, int, int]
+    finalize_block: tuple[int, int, int]
+
+    @property
+    def dbeta_partial_offset(self) -> int:
+        return self.partial_offset + self.partial_bytes
+
+    @property
+    def row_iterations(self) -> int:
+        """Row-loop trips of every CTA (the same for all CTAs of one row group)."""
+        return math.ceil(self.rows / (self.ctas_per_col * self.spec.warps_m))
+
+
+def row_plan(
+    spec: NormSpec, rows: int, cols: int, limits: DeviceLimits, max_active_per_sm: int
+) -> RowPlan:
+    """Grid, block and scratch for ``rows`` x ``cols`` with a kernel of ``max_active_per_sm``.
+
+    TE's formulae: a persistent grid of ``sm_count * occupancy / ctas_per_row`` row groups
+    (tuned) or that many but at most one per ``warps_m`` rows (general). We cap the tuned grid at
+    the row count too: idle CTAs only add dgamma/dbeta partial rows.
+    """
+    if rows < 1 or cols < 1:
+        raise PlanError(f"rows and cols must be >= 1, got {rows} x {cols}")
+    if cols > spec.cols_per_row_pass:
+        raise PlanError(f"{cols} columns exceed this kernel's {spec.cols_per_row_pass}")
+    if spec.threads > limits.max_threads_per_block:
+        raise PlanError(
+            f"{spec.threads} threads exceed the device's {limits.max_threads_per_block}"
+        )
+    if max_active_per_sm < 1:
+        raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
+    warps_m = spec.warps_m
+    ctas_per_row = spec.ctas_per_row
+    resident = limits.sm_count * max_active_per_sm
+    if ctas_per_row > resident:
+        raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
+    ctas_per_col = max(1, min(resident // ctas_per_row, math.ceil(rows / warps_m)))
+    multi = ctas_per_row > 1
+    cooperative = multi and limits.cooperative
+
+    offset = 0
+    barrier_offset, barrier_bytes = offset, (ctas_per_col * 4 if multi else 0)
+    offset = _align(offset + barrier_bytes)
+    stats_offset = offset
+    stats_bytes = 2 * ctas_per_col * warps_m * ctas_per_row * 2 * 4 if multi else 0
+    offset = _align(offset + stats_bytes)
+    partial_offset = offset
+    n_partials = spec.n_partials
+    partial_rows = ctas_per_col * warps_m if n_partials else 0
+    partial_bytes = _align(partial_rows * cols * 4) if n_partials else 0
+    offset += n_partials * partial_bytes
+
+    fin_threads = FINALIZE_THREADS
+    return NormPlan(
+        spec=spec,
+        rows=rows,
+        cols=cols,
+        grid=(ctas_per_row, ctas_per_col, 1),
+        block=(spec.threads, 1, 1),
+        shared_bytes=0,
+        ctas_per_row=ctas_per_row,
+        ctas_per_col=ctas_per_col,
+        cooperative=cooperative,
+        barrier_offset=barrier_offset,
+        barrier_bytes=barrier_bytes,
+        stats_offset=stats_offset,
+        stats_bytes=stats_bytes,
+        partial_offset=partial_offset,
+        partial_rows=partial_rows,
+        partial_bytes=partial_bytes,
+        scratch_bytes=offset,
+        finalize_grid=(math.ceil(cols / fin_threads), 1, 1) if n_partials else (0, 0, 0),
+        finalize_block=(fin_threads, 1, 1) if n_partials else (0, 0, 0),
+    )
+
+
+# Every row kernel launches from the same plan type.
+NormPlan = RowPlan
+
+
+def norm_plan(
+    spec: NormSpec, rows: int, cols: int, limits: DeviceLimits, max_active_per_sm: int
+) -> RowPlan:
+    """The plan of a norm kernel (see :func:`row_plan`)."""
+    return row_plan(spec, rows, cols, limits, max_active_per_sm)
+
+
+@dataclass(frozen=True)
+class SoftmaxSpec:
+    """What one compiled softmax kernel is specialised on (both backends).
+
+    The thread mapping is the norms' (docs/design.md): warp entries are ``warps_m`` rows of one
+    warp, block entries one row of ``warps_n`` warps. Columns are always bounds-checked.
+    """
+
+    config: SoftmaxConfig
+    num_elts: int
+    ldgs: int
+    ctas_per_row: int
+    general: bool = True
+    n_partials: int = 0
+
+    @property
+    def op(self) -> str:
+        return self.config.op
+
+    @property
+    def variant(self) -> str:
+        return self.config.variant
+
+    @property
+    def threads(self) -> int:
+        return self.config.threads
+
+    @property
+    def warps_m(self) -> int:
+        return self.config.warps_m
+
+    @property
+    def warps_n(self) -> int:
+        return self.config.warps_n
+
+    @property
+    def cols_per_row_pass(self) -> int:
+        return self.ctas_per_row * self.config.warps_n * WARP_SIZE * self.num_elts * self.ldgs
+
+    @property
+    def kernel_key(self) -> tuple:
+        c = self.config
+        return (c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs)
+
+
+def softmax_spec(
+    config: SoftmaxConfig, cols: int, vec_elts: int, limits: DeviceLimits
+) -> SoftmaxSpec:
+    """Specialise ``config`` for rows of ``cols`` whose arrays allow ``vec_elts``-wide vectors.
+
+    Narrower vectors keep the columns a CTA covers (more vector accesses per thread); rows longer
+    than ``max_cols`` get several CTAs, or one CTA with more registers where CTAs cannot wait
+    for each other.
+    """
+    if cols < 1:
+        raise PlanError(f"key length must be >= 1, got {cols}")
+    num_elts = min(config.num_elts, vec_elts)
+    lanes = config.warps_n * WARP_SIZE
+    ctas_per_row = math.ceil(cols / config.max_cols)
+    if ctas_per_row <= limits.max_ctas_per_row:
+        ldgs = math.ceil(config.max_cols / (lanes * num_elts))
+    else:
+        ctas_per_row = 1
+        ldgs = math.ceil(cols / (lanes * num_elts))
+    return SoftmaxSpec(config, num_elts, ldgs, ctas_per_row)
+
+
+def softmax_plan(
+    spec: SoftmaxSpec, rows: int, cols: int, limits: DeviceLimits, max_active_per_sm: int
+) -> RowPlan:
+    """The plan of a softmax kernel (see :func:`row_plan`)."""
+    return row_plan(spec, rows, cols, limits, max_active_per_sm)

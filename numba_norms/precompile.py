@@ -1,0 +1,74 @@
+"""Compile every registry entry ahead of time (``numba-norms precompile``).
+
+Works without a GPU when an arch is given: NVRTC kernels land in the disk cache under the same
+key a GPU of that arch will look up later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from . import planner, registry
+from .dispatch import backend_module
+
+__all__ = ["PrecompileResult", "all_specs", "precompile"]
+
+# The planner's limits for enumerating specs: only max_ctas_per_row matters here, and a real GPU
+# never limits it.
+_LIMITS = planner.DeviceLimits(sm_count=132)
+OP_GROUPS = {
+    "layernorm": ("layernorm_fwd", "layernorm_bwd"),
+    "rmsnorm": ("rmsnorm_fwd", "rmsnorm_bwd"),
+    "softmax": ("softmax_fwd", "softmax_bwd"),
+}
+
+
+@dataclass
+class PrecompileResult:
+    compiled: int
+    cached: int
+    seconds: float
+
+
+def all_specs(ops: Iterable[str] = tuple(OP_GROUPS)) -> Iterator[tuple[str, bool, object]]:
+    """(backend module name, is_backward, spec) for every entry, one per compiled kernel."""
+    seen: set[tuple] = set()
+    wanted = {o for group in ops for o in OP_GROUPS[group]}
+    for cfg in registry.norm_configs():
+        if cfg.op not in wanted:
+            continue
+        spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, _LIMITS)
+        if spec.kernel_key not in seen:
+            seen.add(spec.kernel_key)
+            yield cfg.op.split("_")[0], cfg.is_backward, spec
+    for cfg in registry.softmax_configs():
+        if cfg.op not in wanted:
+            continue
+        spec = planner.softmax_spec(cfg, cfg.max_cols, cfg.num_elts, _LIMITS)
+        if spec.kernel_key not in seen:
+            seen.add(spec.kernel_key)
+            yield "softmax", cfg.is_backward, spec
+
+
+def precompile(
+    backend: str, ops: Iterable[str], arch: str | None, progress=None
+) -> PrecompileResult:
+    """Compile the specs of ``ops`` with ``backend`` ("nvrtc" or "numba") for ``arch``."""
+    import rtc
+
+    compiled = cached = 0
+    start = time.perf_counter()
+    for module, backward, spec in all_specs(ops):
+        mod = backend_module(backend, module)
+        before = rtc.stats().get("nvrtc_compiles", 0)
+        (mod.compile_backward if backward else mod.compile_forward)(spec, arch=arch)
+        # NVRTC kernels found in the disk cache count as cached; Numba has no such cache.
+        if backend == "nvrtc" and rtc.stats().get("nvrtc_compiles", 0) == before:
+            cached += 1
+        else:
+            compiled += 1
+        if progress is not None:
+            progress.update(1)
+    return PrecompileResult(compiled, cached, time.perf_counter() - start)

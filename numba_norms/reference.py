@@ -1,0 +1,120 @@
+"""float64 numpy references of every op (TransformerEngine semantics), for tests and `check`."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "NP",
+    "TOLERANCE",
+    "causal_keep",
+    "layernorm_bwd",
+    "layernorm_fwd",
+    "rmsnorm_bwd",
+    "rmsnorm_fwd",
+    "scaled_aligned_causal_softmax",
+    "scaled_masked_softmax",
+    "scaled_softmax",
+    "scaled_upper_triang_softmax",
+    "softmax_bwd",
+]
+
+NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+
+# Tolerances against float64 references, per output dtype: (absolute, relative).
+# fp32 kernels accumulate in fp32; fp16/bf16 outputs are dominated by one final rounding
+# (2^-11 and 2^-8 relative); callers widen them for gradients reduced over many rows.
+TOLERANCE = {
+    "fp32": (1e-5, 1e-5),
+    "fp16": (2e-3, 2e-3),
+    "bf16": (1.6e-2, 1.6e-2),
+}
+
+
+def f64(a) -> np.ndarray:
+    return np.asarray(a).astype(np.float64)
+
+
+def layernorm_fwd(x, gamma, beta, eps, zero_centered=False):
+    x = f64(x)
+    g = f64(gamma) + (1.0 if zero_centered else 0.0)
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    rs = 1.0 / np.sqrt(var + eps)
+    y = (x - mu) * rs * g + f64(beta)
+    return y, mu.reshape(-1), rs.reshape(-1)
+
+
+def rmsnorm_fwd(x, gamma, eps, zero_centered=False):
+    x = f64(x)
+    g = f64(gamma) + (1.0 if zero_centered else 0.0)
+    rs = 1.0 / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    return x * rs * g, rs.reshape(-1)
+
+
+def layernorm_bwd(dy, x, mu, rsigma, gamma, zero_centered=False):
+    cols = np.shape(x)[-1]
+    x, dy = f64(x).reshape(-1, cols), f64(dy).reshape(-1, cols)
+    mu, rs = f64(mu).reshape(-1, 1), f64(rsigma).reshape(-1, 1)
+    g = f64(gamma) + (1.0 if zero_centered else 0.0)
+    xhat = (x - mu) * rs
+    dyg = dy * g
+    dx = rs * (dyg - (dyg * xhat).mean(-1, keepdims=True) * xhat - dyg.mean(-1, keepdims=True))
+    return dx, (dy * xhat).sum(0), dy.sum(0)
+
+
+def rmsnorm_bwd(dy, x, rsigma, gamma, zero_centered=False, add=None):
+    cols = np.shape(x)[-1]
+    x, dy = f64(x).reshape(-1, cols), f64(dy).reshape(-1, cols)
+    rs = f64(rsigma).reshape(-1, 1)
+    g = f64(gamma) + (1.0 if zero_centered else 0.0)
+    xhat = x * rs
+    dyg = dy * g
+    dx = rs * (dyg - (dyg * xhat).mean(-1, keepdims=True) * xhat)
+    if add is not None:
+        dx = dx + f64(add).reshape(-1, cols)
+    return dx, (dy * xhat).sum(0)
+
+
+def _softmax(v, keep):
+    v = np.where(keep, v, -np.inf)
+    m = v.max(-1, keepdims=True)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    e = np.where(keep, np.exp(v - safe), 0.0)
+    s = e.sum(-1, keepdims=True)
+    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
+
+
+def scaled_softmax(x, scale):
+    v = f64(x) * scale
+    return _softmax(v, np.ones(v.shape, bool))
+
+
+def scaled_masked_softmax(x, mask, scale):
+    v = f64(x) * scale
+    m = np.broadcast_to(np.asarray(mask).astype(bool), v.shape)
+    v = np.where(m, -10000.0, v)
+    y = _softmax(v, np.ones(v.shape, bool))
+    return np.where(m.all(-1, keepdims=True), 0.0, y)
+
+
+def causal_keep(sq, sk):
+    i = np.arange(sq)[:, None]
+    j = np.arange(sk)[None, :]
+    return j <= i + (sk - sq)
+
+
+def scaled_upper_triang_softmax(x, scale):
+    v = f64(x) * scale
+    return _softmax(v, np.broadcast_to(causal_keep(v.shape[-2], v.shape[-1]), v.shape))
+
+
+def scaled_aligned_causal_softmax(x, scale):
+    v = f64(x) * scale
+    return _softmax(v, np.broadcast_to(causal_keep(v.shape[-2], v.shape[-1]), v.shape))
+
+
+def softmax_bwd(dy, y, scale):
+    dy, y = f64(dy), f64(y)
+    return scale * y * (dy - (dy * y).sum(-1, keepdims=True))

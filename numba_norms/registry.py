@@ -1,0 +1,422 @@
+"""Launch configurations of every kernel, as data.
+
+A configuration says how one kernel instance is shaped (warps along rows and along the row,
+vector width, CTAs per row, the hidden size it serves). Both backends compile exactly these
+shapes, and :mod:`numba_norms.planner` turns a configuration into a launch plan.
+
+The norm table is seeded from TransformerEngine's registrations (``data/te_norm_registry.json``,
+numbers read out of TE's sources). Selection follows TE's rules:
+
+* a *tuned* entry serves exactly one hidden size and is used only when it is registered for these
+  dtypes and this hidden size, every pointer is 16-byte aligned and ``rows % 4 == 0``;
+* otherwise the *general* entry with the smallest chunk ``>= hidden`` serves, or the largest one
+  with several CTAs per row.
+
+This module imports no backend and no array library: dtypes are names ("fp32", "fp16", "bf16",
+"fp8e4m3", "fp8e5m2").
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+
+__all__ = [
+    "DTYPE_SIZES",
+    "NORM_OPS",
+    "SOFTMAX_OPS",
+    "SOFTMAX_VARIANTS",
+    "SoftmaxConfig",
+    "select_softmax",
+    "softmax_configs",
+    "NormConfig",
+    "NormKey",
+    "UnsupportedError",
+    "WARP_SIZE",
+    "itemsize",
+    "norm_configs",
+    "select_norm",
+    "supported_norm_dtypes",
+]
+
+WARP_SIZE = 32
+DTYPE_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8e4m3": 1, "fp8e5m2": 1}
+FLOAT_DTYPES = ("fp32", "fp16", "bf16")
+FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
+NORM_OPS = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
+KINDS = ("tuned", "general")
+
+# TE's tuned kernels need 16-byte aligned pointers and a row count that is a multiple of 4.
+TUNED_ALIGNMENT = 16
+TUNED_ROW_MULTIPLE = 4
+
+
+class UnsupportedError(TypeError):
+    """A dtype combination or shape that no configuration serves."""
+
+
+def itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype name."""
+    try:
+        return DTYPE_SIZES[dtype]
+    except KeyError:
+        raise ValueError(
+            f"unknown dtype {dtype!r}; expected one of {sorted(DTYPE_SIZES)}"
+        ) from None
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@dataclass(frozen=True)
+class NormKey:
+    """What a norm call needs, before the hidden size picks an entry.
+
+    ``input`` is x's dtype, ``output`` is y's dtype (forward) or dy's dtype (backward).
+    """
+
+    op: str
+    weight: str
+    input: str
+    output: str
+    fused_add: bool = False
+
+
+@dataclass(frozen=True)
+class NormConfig:
+    """One registered norm kernel configuration.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`NORM_OPS`.
+    kind : str
+        ``"tuned"`` (exactly ``hidden_size`` columns) or ``"general"`` (any row length; one CTA
+        covers ``hidden_size`` columns per row, more CTAs share longer rows).
+    hidden_size : int
+        Tuned: the row length served. General: columns one CTA covers.
+    weight, input, output, compute : str
+        Dtype names. ``output`` is y (forward) or dy (backward).
+    ctas_per_row : int
+        Tuned only: CTAs sharing one row (> 1 needs a cooperative launch).
+    warps_m, warps_n : int
+        Warps per CTA along rows and along the row.
+    bytes_per_ldg : int
+        Bytes of x one thread loads per vector access.
+    bytes_per_ldg_final : int
+        Backward only: vector width of the dgamma/dbeta finalize kernel (0 for forward).
+    fused_add : bool
+        RMSNorm backward that adds ``add`` into dx.
+    origin : str
+        ``"te"`` for TransformerEngine's table, ``"generated"`` for entries made at run time.
+    """
+
+    op: str
+    kind: str
+    hidden_size: int
+    weight: str
+    input: str
+    output: str
+    compute: str = "fp32"
+    ctas_per_row: int = 1
+    warps_m: int = 1
+    warps_n: int = 4
+    bytes_per_ldg: int = 16
+    bytes_per_ldg_final: int = 0
+    fused_add: bool = False
+    origin: str = "te"
+
+    def __post_init__(self) -> None:
+        if self.op not in NORM_OPS:
+            raise ValueError(f"op: expected one of {NORM_OPS}, got {self.op!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind: expected one of {KINDS}, got {self.kind!r}")
+        for field_name in ("weight", "input", "output", "compute"):
+            value = getattr(self, field_name)
+            if value not in DTYPE_SIZES:
+                raise ValueError(f"{field_name}: unknown dtype {value!r}")
+        if self.compute != "fp32":
+            raise ValueError(f"compute: only fp32 is supported, got {self.compute!r}")
+        if self.input in FP8_DTYPES or self.weight in FP8_DTYPES:
+            raise ValueError("input and weight dtypes cannot be fp8")
+        if self.fused_add and self.op != "rmsnorm_bwd":
+            raise ValueError("fused_add exists only for rmsnorm_bwd")
+        for field_name in ("hidden_size", "ctas_per_row", "warps_m", "warps_n"):
+            if getattr(self, field_name) < 1:
+                raise ValueError(f"{field_name} must be >= 1, got {getattr(self, field_name)}")
+        if self.kind == "general" and self.ctas_per_row != 1:
+            raise ValueError("general entries have ctas_per_row == 1 (the planner sets it)")
+        if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
+            raise ValueError(
+                f"bytes_per_ldg must be a power of two <= 16, got {self.bytes_per_ldg}"
+            )
+        if self.bytes_per_ldg % itemsize(self.input):
+            raise ValueError(
+                f"bytes_per_ldg {self.bytes_per_ldg} is not a multiple of {self.input}'s size"
+            )
+        if self.is_backward and not _pow2(self.bytes_per_ldg_final):
+            raise ValueError("backward entries need a power-of-two bytes_per_ldg_final")
+        if self.kind == "tuned" and self.hidden_size % self.cols_per_pass:
+            raise ValueError(
+                f"tuned hidden_size {self.hidden_size} is not a multiple of "
+                f"ctas_per_row * warps_n * 32 * elements per vector = {self.cols_per_pass}"
+            )
+
+    @property
+    def is_backward(self) -> bool:
+        return self.op.endswith("_bwd")
+
+    @property
+    def is_rms(self) -> bool:
+        return self.op.startswith("rmsnorm")
+
+    @property
+    def threads(self) -> int:
+        return self.warps_m * self.warps_n * WARP_SIZE
+
+    @property
+    def num_elts(self) -> int:
+        """Elements of x per vector access."""
+        return self.bytes_per_ldg // itemsize(self.input)
+
+    @property
+    def cols_per_pass(self) -> int:
+        """Columns all CTAs of one row cover with one vector access per thread."""
+        return self.ctas_per_row * self.warps_n * WARP_SIZE * self.num_elts
+
+    @property
+    def key(self) -> NormKey:
+        return NormKey(self.op, self.weight, self.input, self.output, self.fused_add)
+
+
+def _entry_from_json(raw: dict) -> NormConfig:
+    return NormConfig(
+        op=raw["op"],
+        kind=raw["kind"],
+        hidden_size=int(raw["hidden_size"]),
+        weight=raw["weight"],
+        input=raw["input"],
+        output=raw["output"],
+        compute=raw["compute"],
+        ctas_per_row=int(raw.get("ctas_per_row") or 1),
+        warps_m=int(raw["warps_m"]),
+        warps_n=int(raw["warps_n"]),
+        bytes_per_ldg=int(raw["bytes_per_ldg"]),
+        bytes_per_ldg_final=int(raw.get("bytes_per_ldg_final") or 0),
+        fused_add=bool(raw.get("fused_add", False)) or raw.get("stage") == "BackwardAdd",
+    )
+
+
+@functools.cache
+def norm_configs(include_fp8: bool = False) -> tuple[NormConfig, ...]:
+    """Every norm configuration: TE's registrations, fp8 outputs only when asked.
+
+    FP8-output entries are also offered with an ``fp8e5m2`` output (TE registers e4m3 only).
+    """
+    text = resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
+    entries = []
+    for raw in json.loads(text)["entries"]:
+        cfg = _entry_from_json(raw)
+        if cfg.output in FP8_DTYPES:
+            if not include_fp8:
+                continue
+            entries.append(cfg)
+            entries.append(_replace(cfg, output="fp8e5m2"))
+        else:
+            entries.append(cfg)
+    return tuple(entries)
+
+
+def _replace(cfg: NormConfig, **changes) -> NormConfig:
+    from dataclasses import replace
+
+    return replace(cfg, **changes)
+
+
+@functools.cache
+def _index(include_fp8: bool) -> tuple[dict, dict]:
+    tuned: dict[tuple[NormKey, int], NormConfig] = {}
+    general: dict[NormKey, list[NormConfig]] = {}
+    for cfg in norm_configs(include_fp8):
+        if cfg.kind == "tuned":
+            tuned.setdefault((cfg.key, cfg.hidden_size), cfg)
+        else:
+            general.setdefault(cfg.key, []).append(cfg)
+    for entries in general.values():
+        entries.sort(key=lambda c: c.hidden_size)
+    return tuned, general
+
+
+def supported_norm_dtypes(op: str, fused_add: bool = False) -> list[tuple[str, str, str]]:
+    """(weight, input, output) combinations served for ``op``, sorted."""
+    _, general = _index(True)
+    return sorted(
+        (k.weight, k.input, k.output) for k in general if k.op == op and k.fused_add == fused_add
+    )
+
+
+def select_norm(
+    key: NormKey, cols: int, rows: int, alignment: int, *, allow_tuned: bool = True
+) -> NormConfig:
+    """Pick the configuration for one call, following TE's rules.
+
+    Parameters
+    ----------
+    key : NormKey
+        Op and dtypes of the call.
+    cols, rows : int
+        Row length and row count.
+    alignment : int
+        Largest power of two dividing every pointer and row pitch of the call, in bytes.
+    allow_tuned : bool
+        False forces the general path (used by tests and by backends without tuned support).
+
+    Raises
+    ------
+    UnsupportedError
+        When no configuration serves these dtypes; the message lists what is supported.
+    """
+    tuned, general = _index(True)
+    if allow_tuned and alignment >= TUNED_ALIGNMENT and rows % TUNED_ROW_MULTIPLE == 0:
+        cfg = tuned.get((key, cols))
+        if cfg is not None:
+            return cfg
+    candidates = general.get(key)
+    if not candidates:
+        combos = ", ".join("/".join(c) for c in supported_norm_dtypes(key.op, key.fused_add))
+        raise UnsupportedError(
+            f"{key.op}: no kernel for weight={key.weight}, input={key.input}, "
+            f"output={key.output}; supported (weight/input/output): {combos}"
+        )
+    for cfg in candidates:
+        if cfg.hidden_size >= cols:
+            return cfg
+    return candidates[-1]
+
+
+def configs_for(op: str | Iterable[str] | None = None, include_fp8: bool = False):
+    """Configurations filtered by op (for precompiling and for tests)."""
+    ops = (op,) if isinstance(op, str) else tuple(op) if op is not None else NORM_OPS
+    return tuple(c for c in norm_configs(include_fp8) if c.op in ops)
+
+
+# --------------------------------------------------------------------------------------------
+# Fused softmax
+# --------------------------------------------------------------------------------------------
+
+SOFTMAX_OPS = ("softmax_fwd", "softmax_bwd")
+SOFTMAX_VARIANTS = ("scaled", "masked", "upper_triang", "aligned_causal")
+SOFTMAX_DTYPES = ("fp32", "fp16", "bf16")
+SOFTMAX_KINDS = ("warp", "block")
+
+
+@dataclass(frozen=True)
+class SoftmaxConfig:
+    """One fused-softmax kernel configuration.
+
+    ``warp`` entries give each row one warp (``warps_m`` rows per CTA); ``block`` entries give
+    each row a whole CTA of ``warps_n`` warps. ``max_cols`` is the row length one CTA covers;
+    longer rows use ``ceil(cols / max_cols)`` CTAs per row, as the general norm kernels do.
+    The backward kernel is the same for every variant (masked positions have y == 0).
+    """
+
+    op: str
+    kind: str
+    max_cols: int
+    dtype: str
+    warps_m: int
+    warps_n: int
+    bytes_per_ldg: int = 16
+    variant: str = "scaled"
+
+    def __post_init__(self) -> None:
+        if self.op not in SOFTMAX_OPS:
+            raise ValueError(f"op: expected one of {SOFTMAX_OPS}, got {self.op!r}")
+        if self.kind not in SOFTMAX_KINDS:
+            raise ValueError(f"kind: expected one of {SOFTMAX_KINDS}, got {self.kind!r}")
+        if self.dtype not in SOFTMAX_DTYPES:
+            raise ValueError(f"dtype: expected one of {SOFTMAX_DTYPES}, got {self.dtype!r}")
+        if self.variant not in SOFTMAX_VARIANTS:
+            raise ValueError(f"variant: expected one of {SOFTMAX_VARIANTS}, got {self.variant!r}")
+        if self.op == "softmax_bwd" and self.variant != "scaled":
+            raise ValueError("softmax_bwd entries are variant-independent (use 'scaled')")
+        if self.kind == "warp" and self.warps_n != 1:
+            raise ValueError("warp entries have warps_n == 1")
+        if self.kind == "block" and self.warps_m != 1:
+            raise ValueError("block entries have warps_m == 1")
+        if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
+            raise ValueError(
+                f"bytes_per_ldg must be a power of two <= 16, got {self.bytes_per_ldg}"
+            )
+        if self.bytes_per_ldg < itemsize(self.dtype):
+            raise ValueError("bytes_per_ldg is smaller than one element")
+        if self.max_cols % (self.warps_n * WARP_SIZE * self.num_elts):
+            raise ValueError(
+                f"max_cols {self.max_cols} is not a multiple of warps_n * 32 * {self.num_elts}"
+            )
+
+    @property
+    def threads(self) -> int:
+        return self.warps_m * self.warps_n * WARP_SIZE
+
+    @property
+    def num_elts(self) -> int:
+        return self.bytes_per_ldg // itemsize(self.dtype)
+
+    @property
+    def is_backward(self) -> bool:
+        return self.op == "softmax_bwd"
+
+
+# Warp-per-row kernels hold up to 2048 keys (64 fp32 registers a thread); past that a whole CTA
+# shares a row. 128-thread CTAs for the warp kernels follow TE's fused softmax; the block sizes
+# keep 16-32 elements a thread so the row stays in registers. Row lengths past 16384 use several
+# CTAs per row (TE stops at 16384 keys).
+_SOFTMAX_WARP_COLS = (32, 64, 128, 256, 512, 1024, 2048)
+_SOFTMAX_BLOCK = ((4096, 8), (8192, 16), (16384, 16))  # (max_cols, warps_n)
+
+
+@functools.cache
+def softmax_configs() -> tuple[SoftmaxConfig, ...]:
+    """Every softmax configuration: per op, variant and dtype, warp then block kinds."""
+    out = []
+    for op in SOFTMAX_OPS:
+        variants = SOFTMAX_VARIANTS if op == "softmax_fwd" else ("scaled",)
+        for variant in variants:
+            for dtype in SOFTMAX_DTYPES:
+                size = itemsize(dtype)
+                for cols in _SOFTMAX_WARP_COLS:
+                    elts = min(16 // size, cols // WARP_SIZE)
+                    out.append(SoftmaxConfig(op, "warp", cols, dtype, 4, 1, elts * size, variant))
+                for cols, warps_n in _SOFTMAX_BLOCK:
+                    out.append(SoftmaxConfig(op, "block", cols, dtype, 1, warps_n, 16, variant))
+    return tuple(out)
+
+
+@functools.cache
+def _softmax_index() -> dict:
+    index: dict[tuple[str, str, str], list[SoftmaxConfig]] = {}
+    for cfg in softmax_configs():
+        index.setdefault((cfg.op, cfg.variant, cfg.dtype), []).append(cfg)
+    for entries in index.values():
+        entries.sort(key=lambda c: c.max_cols)
+    return index
+
+
+def select_softmax(op: str, variant: str, dtype: str, cols: int) -> SoftmaxConfig:
+    """The entry with the smallest ``max_cols >= cols``, else the largest (several CTAs a row)."""
+    if op == "softmax_bwd":
+        variant = "scaled"
+    candidates = _softmax_index().get((op, variant, dtype))
+    if not candidates:
+        raise UnsupportedError(
+            f"{op}: dtype {dtype!r} is not supported; expected one of {SOFTMAX_DTYPES}"
+        )
+    for cfg in candidates:
+        if cfg.max_cols >= cols:
+            return cfg
+    return candidates[-1]

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU, in one call: GPU tests, then the benchmarks.
+#
+#   bash perf/gpu_suite.sh [tests|bench|all] [extra pytest args...]
+#
+# Results go to $OUT (the device tool's folder) or perf/results/latest: gpu_tests.log,
+# junit.xml, bench.csv, bench.txt, jit.csv, host.csv, info.txt. On the device machine the image's
+# numpy 2.5 breaks numba-cuda 0.30.4, so a numpy 2.4 wheel carried in .whl/ is put first on the path.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}; shift || true
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONUNBUFFERED=1
+export NUMBA_NORMS_CACHE_DIR=${NUMBA_NORMS_CACHE_DIR:-/tmp/numba-norms-cache}
+out=${OUT:-perf/results/latest}
+mkdir -p "$out"
+python3 -m numba_norms info | tee "$out/info.txt"
+status=0
+if [ "$what" = tests ] || [ "$what" = all ]; then
+  python3 -m pytest -q -m gpu tests/gpu --junitxml="$out/junit.xml" -p no:cacheprovider "$@" \
+    2>&1 | tee "$out/gpu_tests.log" | tail -n 60
+  status=${PIPESTATUS[0]}
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  python3 perf/bench.py --out "$out" ${BENCH_ARGS:-} || status=1
+fi
+exit "$status"

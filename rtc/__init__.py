@@ -1,0 +1,50 @@
+"""rtc: a small, generic NVRTC runtime.
+
+Compile CUDA C++ to CUBIN with NVRTC (through ``cuda.core``), cache the result in process and
+on disk, load kernels and launch them with low host overhead.
+
+Examples
+--------
+>>> import rtc
+>>> mod = rtc.compile(src, ["scale<float, 4>"], arch="sm_90")  # doctest: +SKIP
+>>> k = mod.kernel("scale<float, 4>")  # doctest: +SKIP
+>>> rtc.launch(k, grid, 256, ptr, np.float32(2.0), np.int32(n), stream=s)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .cache import (
+    cache_dir,
+    cache_entries,
+    cache_size_bytes,
+    clear_cache,
+    disk_cache_enabled,
+    reset_stats,
+    stats,
+)
+from .compiler import CompiledModule, CompileError, compile, last_origin, nvrtc_version
+from .device import DeviceInfo, device_info, driver_version, has_gpu
+from .launch import Kernel, as_stream, launch, memset_d32_async
+
+__all__ = [
+    "CompileError",
+    "CompiledModule",
+    "DeviceInfo",
+    "Kernel",
+    "as_stream",
+    "cache_dir",
+    "cache_entries",
+    "cache_size_bytes",
+    "clear_cache",
+    "compile",
+    "device_info",
+    "disk_cache_enabled",
+    "driver_version",
+    "has_gpu",
+    "last_origin",
+    "launch",
+    "memset_d32_async",
+    "nvrtc_version",
+    "reset_stats",
+    "stats",
+]

@@ -1,0 +1,401 @@
+"""Compilation caches of :mod:`rtc`: an in-process store and an on-disk store.
+
+In-process
+    A dict of :class:`rtc.CompiledModule` keyed by every compile input. Lookups of a key that
+    is being compiled by another thread wait on a per-key lock, so concurrent callers trigger
+    exactly one NVRTC compile and all receive the same object.
+
+On disk
+    Built on :class:`cuda.core.utils.FileStreamProgramCache` (writes stage a temporary file and
+    ``os.replace`` it, so concurrent processes never see a half-written entry). Each entry is a
+    small framed payload, because the cuda.core cache stores raw bytes and would lose the
+    name-expression -> mangled-name mapping::
+
+        b"RTCCUBIN" | u32 format version | u32 header length | JSON header | cubin
+
+    The JSON header holds ``symbols``, ``sha256`` (of the cubin), ``cubin_size`` and the NVRTC
+    ``log``. A payload that fails any check is treated as a miss, recompiled and overwritten.
+
+Environment (read on every call)
+    ``NUMBA_NORMS_CACHE_DIR``: cache directory (default ``$XDG_CACHE_HOME/numba-norms/rtc`` or
+    ``~/.cache/numba-norms/rtc``). ``NUMBA_NORMS_DISABLE_DISK_CACHE=1``: no disk reads or writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "cache_dir",
+    "disk_cache_enabled",
+    "cache_entries",
+    "cache_size_bytes",
+    "clear_cache",
+    "stats",
+    "reset_stats",
+]
+
+ENV_CACHE_DIR = "NUMBA_NORMS_CACHE_DIR"
+ENV_DISABLE = "NUMBA_NORMS_DISABLE_DISK_CACHE"
+
+# Bump when the payload layout or the meaning of the key inputs changes.
+SCHEMA_VERSION = 1
+_MAGIC = b"RTCCUBIN"
+_PREFIX = struct.Struct("<8sII")
+_ELF_MAGIC = b"\x7fELF"
+_ENTRIES_SUBDIR = "entries"  # layout of FileStreamProgramCache
+
+# ---------------------------------------------------------------------------------------------
+# statistics
+# ---------------------------------------------------------------------------------------------
+
+_STAT_NAMES = (
+    "nvrtc_compiles",
+    "compile_errors",
+    "memory_hits",
+    "disk_hits",
+    "disk_misses",
+    "disk_writes",
+    "disk_corrupt",
+    "disk_errors",
+)
+_stats_lock = threading.Lock()
+_stats: dict[str, int] = dict.fromkeys(_STAT_NAMES, 0)
+
+
+def _bump(name: str) -> None:
+    with _stats_lock:
+        _stats[name] += 1
+
+
+def stats() -> dict[str, int]:
+    """Return a snapshot of the cache counters of this process.
+
+    Returns
+    -------
+    dict
+        ``nvrtc_compiles`` (NVRTC invocations, failed ones included), ``compile_errors``,
+        ``memory_hits``, ``disk_hits``, ``disk_misses``, ``disk_writes``, ``disk_corrupt``
+        (entries rejected by validation and recompiled), ``disk_errors`` (I/O failures).
+    """
+    with _stats_lock:
+        return dict(_stats)
+
+
+def reset_stats() -> None:
+    """Zero every counter returned by :func:`stats`."""
+    with _stats_lock:
+        for k in _stats:
+            _stats[k] = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# warnings
+# ---------------------------------------------------------------------------------------------
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(kind: str, where: str, msg: str) -> None:
+    with _stats_lock:
+        if (kind, where) in _warned:
+            return
+        _warned.add((kind, where))
+    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+
+
+# ---------------------------------------------------------------------------------------------
+# locations
+# ---------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Return the on-disk cache directory (it may not exist yet).
+
+    Returns
+    -------
+    pathlib.Path
+        ``$NUMBA_NORMS_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/numba-norms/rtc``, else
+        ``~/.cache/numba-norms/rtc``.
+    """
+    env = os.environ.get(ENV_CACHE_DIR)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return root / "numba-norms" / "rtc"
+
+
+def disk_cache_enabled() -> bool:
+    """Return False when ``NUMBA_NORMS_DISABLE_DISK_CACHE`` is set to a true value."""
+    v = os.environ.get(ENV_DISABLE, "").strip().lower()
+    return v in ("", "0", "false", "no", "off")
+
+
+_disk_lock = threading.Lock()
+_disk_caches: dict[str, Any] = {}
+
+
+def _disk_cache() -> Any | None:
+    """Return the ``FileStreamProgramCache`` for the current directory, or None if disabled.
+
+    An unusable directory warns once and disables the disk layer for that directory.
+    """
+    if not disk_cache_enabled():
+        return None
+    path = str(cache_dir())
+    cache = _disk_caches.get(path)
+    if cache is not None:
+        return cache if cache is not False else None
+    with _disk_lock:
+        cache = _disk_caches.get(path)
+        if cache is None:
+            try:
+                from cuda.core.utils import FileStreamProgramCache
+
+                cache = FileStreamProgramCache(path)
+            except OSError as exc:
+                _bump("disk_errors")
+                _warn_once(
+                    "dir",
+                    path,
+                    f"rtc: disk cache directory {path!r} is unusable ({exc}); "
+                    "continuing without the disk cache",
+                )
+                cache = False
+            _disk_caches[path] = cache
+    return cache if cache is not False else None
+
+
+def _forget_disk_cache(path: str) -> None:
+    with _disk_lock:
+        _disk_caches.pop(path, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# payload framing
+# ---------------------------------------------------------------------------------------------
+
+
+def encode_payload(cubin: bytes, symbols: dict[str, str], log: str) -> bytes:
+    """Frame a cubin and its metadata for the disk cache (see module docstring)."""
+    header = json.dumps(
+        {
+            "symbols": symbols,
+            "sha256": hashlib.sha256(cubin).hexdigest(),
+            "cubin_size": len(cubin),
+            "log": log,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode("utf-8")
+    return _PREFIX.pack(_MAGIC, SCHEMA_VERSION, len(header)) + header + cubin
+
+
+def decode_payload(data: bytes, name_expressions: tuple[str, ...]) -> tuple[bytes, dict, str]:
+    """Validate and unpack a disk-cache payload.
+
+    Parameters
+    ----------
+    data : bytes
+        Raw entry contents.
+    name_expressions : tuple of str
+        Expressions the caller needs; each must be present in the stored symbol map.
+
+    Returns
+    -------
+    (cubin, symbols, log)
+
+    Raises
+    ------
+    ValueError
+        If the payload is truncated, corrupt, of another format version, or incomplete.
+    """
+    if len(data) < _PREFIX.size:
+        raise ValueError("truncated prefix")
+    magic, version, hlen = _PREFIX.unpack_from(data)
+    if magic != _MAGIC:
+        raise ValueError("bad magic")
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"format version {version} != {SCHEMA_VERSION}")
+    start = _PREFIX.size
+    if hlen <= 0 or start + hlen > len(data):
+        raise ValueError("truncated header")
+    try:
+        header = json.loads(data[start : start + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"bad header: {exc}") from None
+    if not isinstance(header, dict):
+        raise ValueError("bad header type")
+    cubin = data[start + hlen :]
+    if header.get("cubin_size") != len(cubin):
+        raise ValueError("cubin size mismatch")
+    if header.get("sha256") != hashlib.sha256(cubin).hexdigest():
+        raise ValueError("cubin checksum mismatch")
+    if not cubin.startswith(_ELF_MAGIC):
+        raise ValueError("cubin is not an ELF image")
+    symbols = header.get("symbols")
+    if not isinstance(symbols, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in symbols.items()
+    ):
+        raise ValueError("bad symbol map")
+    missing = [n for n in name_expressions if n not in symbols]
+    if missing:
+        raise ValueError(f"symbol map lacks {missing}")
+    log = header.get("log", "")
+    return bytes(cubin), symbols, log if isinstance(log, str) else ""
+
+
+def disk_get(cache: Any, key: bytes) -> bytes | None:
+    """Read an entry; I/O errors warn once and count as a miss."""
+    try:
+        return cache.get(key)
+    except OSError as exc:
+        _bump("disk_errors")
+        _warn_once(
+            "read", str(cache_dir()), f"rtc: cannot read the disk cache ({exc}); recompiling"
+        )
+        return None
+
+
+def disk_put(cache: Any, key: bytes, payload: bytes) -> bool:
+    """Write an entry atomically; I/O errors warn once and are otherwise ignored."""
+    try:
+        cache[key] = payload
+    except OSError as exc:
+        _bump("disk_errors")
+        _warn_once(
+            "write",
+            str(cache_dir()),
+            f"rtc: cannot write the disk cache ({exc}); continuing without storing",
+        )
+        return False
+    _bump("disk_writes")
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# in-process store
+# ---------------------------------------------------------------------------------------------
+
+_memory: dict[tuple, Any] = {}
+_key_locks_guard = threading.Lock()
+_key_locks: dict[tuple, threading.Lock] = {}
+
+
+def memory_get(key: tuple) -> Any | None:
+    return _memory.get(key)
+
+
+def memory_put(key: tuple, module: Any) -> None:
+    _memory[key] = module
+
+
+def key_lock(key: tuple) -> threading.Lock:
+    """Return the lock serialising the compile of ``key`` (created on first use)."""
+    with _key_locks_guard:
+        lock = _key_locks.get(key)
+        if lock is None:
+            lock = _key_locks[key] = threading.Lock()
+        return lock
+
+
+def release_key_lock(key: tuple, lock: threading.Lock) -> None:
+    """Forget the per-key lock once its module is stored (waiters already hold a reference)."""
+    with _key_locks_guard:
+        if _key_locks.get(key) is lock:
+            del _key_locks[key]
+
+
+# ---------------------------------------------------------------------------------------------
+# inspection / maintenance
+# ---------------------------------------------------------------------------------------------
+
+
+def _entry_files(root: Path) -> list[Path]:
+    base = root / _ENTRIES_SUBDIR
+    out: list[Path] = []
+    try:
+        with os.scandir(base) as outer:
+            for sub in outer:
+                if not sub.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    with os.scandir(sub.path) as inner:
+                        out.extend(Path(e.path) for e in inner if e.is_file(follow_symlinks=False))
+                except FileNotFoundError:
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(out)
+
+
+def cache_entries() -> list[tuple[Path, int]]:
+    """List the entries of the on-disk cache.
+
+    Returns
+    -------
+    list of (pathlib.Path, int)
+        Each entry file and its size in bytes, sorted by path. Empty if the directory does not
+        exist. Listed even when the disk cache is disabled.
+    """
+    out = []
+    for p in _entry_files(cache_dir()):
+        try:
+            out.append((p, p.stat().st_size))
+        except FileNotFoundError:
+            continue
+    return out
+
+
+def cache_size_bytes() -> int:
+    """Return the total size in bytes of the on-disk cache entries."""
+    return sum(size for _, size in cache_entries())
+
+
+def clear_cache(memory: bool = True, disk: bool = True) -> int:
+    """Drop cached modules.
+
+    Parameters
+    ----------
+    memory : bool
+        Forget the in-process modules (objects already handed out stay usable).
+    disk : bool
+        Delete the entry files of the current cache directory (also when the disk cache is
+        disabled).
+
+    Returns
+    -------
+    int
+        Number of in-memory modules plus disk entries removed.
+    """
+    removed = 0
+    if memory:
+        removed += len(_memory)
+        _memory.clear()
+    if disk:
+        root = cache_dir()
+        for p in _entry_files(root):
+            try:
+                p.unlink()
+                removed += 1
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                _warn_once("clear", str(root), f"rtc: cannot remove cache entry {p}: {exc}")
+        base = root / _ENTRIES_SUBDIR
+        if base.is_dir():
+            for sub in base.iterdir():
+                if sub.is_dir():
+                    try:
+                        sub.rmdir()
+                    except OSError:
+                        pass
+    return removed

@@ -1,0 +1,590 @@
+"""NVRTC compilation to CUBIN with in-process and on-disk caching.
+
+``rtc.compile`` returns a shared :class:`CompiledModule`. Because equal requests return the
+*same* object, the module cannot say where a particular lookup came from; that is reported
+per thread by :func:`last_origin` (``"compiled"``, ``"disk"`` or ``"memory"``), while
+:attr:`CompiledModule.origin` records how the object itself was produced (``"compiled"`` or
+``"disk"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from . import cache as _cache
+from ._headers import cuda_header_dirs, include_dirs_digest
+from ._options import parse_nvrtc_flags
+from .device import current_device_ordinal, device_info
+from .launch import Kernel
+
+__all__ = ["CompileError", "CompiledModule", "compile", "nvrtc_version", "last_origin"]
+
+_tls = threading.local()
+_ARCH_RE = re.compile(r"^(?:sm_)?(\d)(\d+)([af]?)$")
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------------
+
+
+def _numbered(source: str) -> str:
+    lines = source.splitlines()
+    width = max(4, len(str(len(lines))))
+    return "\n".join(f"{i:{width}d} | {line}" for i, line in enumerate(lines, 1))
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a program.
+
+    Attributes
+    ----------
+    log : str
+        The NVRTC compilation log.
+    options : tuple of str
+        The complete NVRTC option list that was used.
+    source : str
+        The program source.
+    name : str
+        The program name (NVRTC uses it as the file name in diagnostics).
+    name_expressions : tuple of str
+        The requested name expressions.
+    arch : str or None
+        Target architecture.
+    """
+
+    def __init__(
+        self,
+        log: str,
+        *,
+        options: Sequence[str] = (),
+        source: str = "",
+        name: str = "rtc_program",
+        name_expressions: Sequence[str] = (),
+        arch: str | None = None,
+    ) -> None:
+        self.log = log
+        self.options = tuple(options)
+        self.source = source
+        self.name = name
+        self.name_expressions = tuple(name_expressions)
+        self.arch = arch
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        parts = [
+            f"NVRTC failed to compile {self.name!r} for {self.arch}",
+            "---- log ----",
+            self.log.rstrip() or "(empty)",
+            "---- options ----",
+            " ".join(self.options) or "(none)",
+            "---- name expressions ----",
+            ", ".join(self.name_expressions) or "(none)",
+            "---- source ----",
+            _numbered(self.source),
+        ]
+        return "\n".join(parts)
+
+    def __reduce__(self) -> tuple:
+        kw = {
+            "options": self.options,
+            "source": self.source,
+            "name": self.name,
+            "name_expressions": self.name_expressions,
+            "arch": self.arch,
+        }
+        return (_rebuild_compile_error, (self.log, kw))
+
+
+def _rebuild_compile_error(log: str, kw: dict) -> CompileError:
+    return CompileError(log, **kw)
+
+
+def _is_cuda_error(exc: BaseException) -> bool:
+    # cuda.core does not export its exception types publicly; NVRTCError derives from CUDAError.
+    return any(t.__name__ == "CUDAError" for t in type(exc).__mro__)
+
+
+def _log_from_exception(exc: BaseException) -> str:
+    text = str(exc)
+    marker = "compilation log:"
+    idx = text.find(marker)
+    if idx >= 0:
+        text = text[idx + len(marker) :]
+    return text.replace("\x00", "").strip("\n")
+
+
+class _LogSink:
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, s: str) -> None:
+        self.parts.append(s)
+
+    def text(self) -> str:
+        return "".join(self.parts).replace("\x00", "").strip("\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled module
+# ---------------------------------------------------------------------------------------------
+
+
+def _arch_cc(arch: str) -> tuple[int, int, str]:
+    m = _ARCH_RE.match(arch)
+    if m is None:
+        raise ValueError(f"invalid arch {arch!r}; expected e.g. 'sm_90'")
+    return int(m.group(1)), int(m.group(2)), m.group(3)
+
+
+class CompiledModule:
+    """A CUBIN produced by :func:`compile`, plus what is needed to load its kernels.
+
+    Instances are shared between all callers that asked for the same inputs; treat them as
+    immutable.
+
+    Attributes
+    ----------
+    arch : str
+        Target architecture, e.g. ``"sm_90"``.
+    cubin : bytes
+        The ELF image.
+    symbols : dict of str to str
+        Name expression -> mangled kernel name.
+    log : str
+        NVRTC log (warnings) of the compile that produced the cubin.
+    name : str
+        Program name.
+    origin : str
+        How this object was produced: ``"compiled"`` or ``"disk"``. For where a particular
+        :func:`compile` call got it from (including ``"memory"``) use :func:`rtc.last_origin`.
+    """
+
+    __slots__ = (
+        "_arch",
+        "_cubin",
+        "_symbols",
+        "_log",
+        "_name",
+        "_origin",
+        "_objcode",
+        "_kernels",
+        "_lock",
+        "__weakref__",
+    )
+
+    def __init__(
+        self, *, arch: str, cubin: bytes, symbols: dict[str, str], log: str, name: str, origin: str
+    ) -> None:
+        self._arch = arch
+        self._cubin = cubin
+        self._symbols = symbols
+        self._log = log
+        self._name = name
+        self._origin = origin
+        self._objcode: Any = None
+        self._kernels: dict[tuple[int, str], Kernel] = {}
+        self._lock = threading.Lock()
+
+    arch = property(lambda self: self._arch, doc="Target architecture, e.g. 'sm_90'.")
+    cubin = property(lambda self: self._cubin, doc="The CUBIN (ELF) bytes.")
+    symbols = property(lambda self: self._symbols, doc="Name expression -> mangled name.")
+    log = property(lambda self: self._log, doc="NVRTC log of the producing compile.")
+    name = property(lambda self: self._name, doc="Program name.")
+    origin = property(lambda self: self._origin, doc="'compiled' or 'disk'.")
+
+    def __repr__(self) -> str:
+        return (
+            f"<rtc.CompiledModule {self._name!r} {self._arch} {len(self._cubin)} bytes, "
+            f"{len(self._symbols)} symbols, origin={self._origin}>"
+        )
+
+    def kernel(self, name_expression: str) -> Kernel:
+        """Return a launchable kernel on the current device.
+
+        The cubin is loaded once (lazily, thread-safe); kernels are cached per device and
+        name expression. If no CUDA context is current, the device's primary context is made
+        current.
+
+        Parameters
+        ----------
+        name_expression : str
+            One of the name expressions given to :func:`compile` (or a plain/mangled symbol).
+
+        Returns
+        -------
+        Kernel
+
+        Raises
+        ------
+        RuntimeError
+            Without a GPU, or when the cubin's arch cannot run on the current device.
+        """
+        dev = current_device_ordinal()
+        if dev is None:
+            raise RuntimeError("no GPU: CompiledModule.kernel() needs a CUDA device")
+        k = self._kernels.get((dev, name_expression))
+        if k is not None:
+            return k
+        with self._lock:
+            k = self._kernels.get((dev, name_expression))
+            if k is None:
+                k = self._load_kernel(dev, name_expression)
+                self._kernels[(dev, name_expression)] = k
+        return k
+
+    def _load_kernel(self, dev: int, name_expression: str) -> Kernel:
+        from cuda.bindings import driver
+        from cuda.core import Device, ObjectCode
+
+        info = device_info(dev)
+        if info is not None:
+            major, minor, suffix = _arch_cc(self._arch)
+            dmaj, dmin = info.cc
+            if major != dmaj or minor > dmin or (suffix and minor != dmin):
+                raise RuntimeError(
+                    f"module {self._name!r} was compiled for {self._arch}, which cannot run on "
+                    f"device {dev} ({info.name}, {info.arch})"
+                )
+        err, ctx = driver.cuCtxGetCurrent()
+        if err != driver.CUresult.CUDA_SUCCESS or int(ctx) == 0:
+            Device(dev).set_current()
+        if self._objcode is None:
+            # The library handle is context independent; one ObjectCode serves every device.
+            # Mangled names as bytes, exactly as Program.compile records them: cuda.core passes
+            # mapped names straight to cuLibraryGetKernel.
+            self._objcode = ObjectCode.from_cubin(
+                self._cubin,
+                name=self._name,
+                symbol_mapping={k: v.encode() for k, v in self._symbols.items()},
+            )
+        return Kernel(self._objcode.get_kernel(name_expression), name_expression, dev)
+
+
+# ---------------------------------------------------------------------------------------------
+# compile
+# ---------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def nvrtc_version() -> tuple[int, int]:
+    """Return the version of the loaded NVRTC library, e.g. ``(13, 0)``; needs no GPU."""
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"nvrtcVersion failed: {err}")
+    return int(major), int(minor)
+
+
+def last_origin() -> str | None:
+    """Where the latest :func:`compile` call of this thread got its module from.
+
+    Returns
+    -------
+    str or None
+        ``"compiled"`` (NVRTC ran), ``"disk"`` (on-disk cache), ``"memory"`` (in-process
+        cache), or None if this thread has not called :func:`compile` yet.
+    """
+    return getattr(_tls, "origin", None)
+
+
+_arch_memo: dict[str, str] = {}
+
+
+def _normalize_arch(arch: str) -> str:
+    norm = _arch_memo.get(arch)
+    if norm is None:
+        major, minor, suffix = _arch_cc(str(arch).strip())
+        norm = _arch_memo[arch] = f"sm_{major}{minor}{suffix}"
+    return norm
+
+
+_defines_memo: dict[tuple, tuple] = {}
+
+
+def _normalize_defines(defines: Mapping[str, str | int | None] | None) -> tuple:
+    if not defines:
+        return ()
+    raw = tuple(defines.items())
+    try:
+        return _defines_memo[raw]
+    except (KeyError, TypeError):
+        pass
+    norm = _normalize_defines_uncached(defines)
+    try:
+        if len(_defines_memo) > 4096:
+            _defines_memo.clear()
+        _defines_memo[raw] = norm
+    except TypeError:  # unhashable values are rejected by the normaliser anyway
+        pass
+    return norm
+
+
+def _normalize_defines_uncached(defines: Mapping[str, str | int | None]) -> tuple:
+    out = []
+    for k, v in defines.items():
+        if not isinstance(k, str) or not k or any(c in k for c in " =\t\n"):
+            raise ValueError(f"invalid macro name {k!r}")
+        if v is None:
+            out.append((k, None))
+        elif isinstance(v, bool):
+            out.append((k, "1" if v else "0"))
+        elif isinstance(v, (int, str)):
+            out.append((k, str(v)))
+        else:
+            raise TypeError(f"macro {k!r}: value must be str, int or None, got {type(v).__name__}")
+    out.sort()
+    return tuple(out)
+
+
+def _extra_digest(
+    hdr: bytes, cuda_hdr: bytes, defs: tuple, names: tuple[str, ...], name: str, std: str | None
+) -> bytes:
+    h = hashlib.sha256()
+    h.update(f"rtc-disk-schema-{_cache.SCHEMA_VERSION}\0".encode())
+    h.update(hdr + b"\0" + cuda_hdr + b"\0")
+    h.update(repr((defs, sorted(names), name, std)).encode("utf-8", "surrogateescape"))
+    return h.digest()
+
+
+def compile(
+    source: str,
+    name_expressions: Sequence[str],
+    *,
+    arch: str | None = None,
+    name: str = "rtc_program",
+    options: Sequence[str] = (),
+    defines: Mapping[str, str | int | None] | None = None,
+    include_dirs: Sequence[str | os.PathLike] = (),
+    std: str = "c++17",
+    cuda_headers: bool = False,
+) -> CompiledModule:
+    """Compile CUDA C++ to CUBIN with NVRTC, through the in-process and on-disk caches.
+
+    Parameters
+    ----------
+    source : str
+        CUDA C++ source.
+    name_expressions : sequence of str
+        Kernels to make addressable, e.g. ``"norm_fwd<float, 4>"``; templates are
+        instantiated by naming them. Every one must resolve, or the compile fails.
+    arch : str, optional
+        ``"sm_90"``, ``"sm_80"``, ... Default: the current device's architecture.
+    name : str
+        Program name (file name in NVRTC diagnostics).
+    options : sequence of str
+        Extra NVRTC flags, e.g. ``"-ftz=true"``, ``"-ofast-compile=max"``, ``"-Xptxas=-v"``;
+        mapped onto ``cuda.core.ProgramOptions`` (unknown flags raise ``ValueError``).
+    defines : mapping, optional
+        Macros: ``{"N": 4, "USE_X": None}`` (None defines the macro as 1).
+    include_dirs : sequence of path-like
+        Header search path. The contents of every file below them are part of the cache key.
+    std : str
+        C++ dialect.
+    cuda_headers : bool
+        Add the CUDA toolkit include directory (for ``<cuda_bf16.h>`` etc.); costs compile
+        time, so off by default.
+
+    Returns
+    -------
+    CompiledModule
+        Shared between equal requests. :func:`last_origin` tells where this call got it.
+
+    Raises
+    ------
+    CompileError
+        If NVRTC rejects the program.
+    RuntimeError
+        If ``arch`` is None and there is no GPU.
+    ValueError, FileNotFoundError
+        For invalid arguments (bad arch, unknown flag, missing include directory).
+
+    Notes
+    -----
+    In-process key: (arch, source text, name expressions, options, defines, std, name,
+    include dirs and a digest of their file contents, cuda_headers). Concurrent requests for
+    one key compile once; different keys compile concurrently. On-disk key:
+    ``cuda.core.utils.make_program_cache_key`` (covers source, NVRTC version, arch and all
+    options) with an ``extra_digest`` over header contents, defines, name expressions and the
+    payload schema version.
+    """
+    names = (name_expressions,) if isinstance(name_expressions, str) else tuple(name_expressions)
+    opts = (options,) if isinstance(options, str) else tuple(options)
+    if arch is None:
+        info = device_info()
+        if info is None:
+            raise RuntimeError("no GPU: give arch= to compile only")
+        arch = info.arch
+    else:
+        arch = _normalize_arch(arch)
+    defs = _normalize_defines(defines)
+    if include_dirs:
+        inc = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
+        for d in inc:
+            if not os.path.isdir(d):
+                raise FileNotFoundError(f"include directory not found: {d}")
+        hdr = include_dirs_digest(inc)
+    else:
+        inc, hdr = (), b""
+    cuda_headers = bool(cuda_headers)
+    key = (arch, source, names, opts, defs, std, name, inc, hdr, cuda_headers)
+
+    mod = _cache.memory_get(key)
+    if mod is not None:
+        _cache._bump("memory_hits")
+        _tls.origin = "memory"
+        return mod
+    lock = _cache.key_lock(key)
+    try:
+        with lock:
+            mod = _cache.memory_get(key)
+            if mod is not None:
+                _cache._bump("memory_hits")
+                origin = "memory"
+            else:
+                mod = _build(source, names, arch, name, opts, defs, std, inc, hdr, cuda_headers)
+                origin = mod.origin
+                _cache.memory_put(key, mod)
+    finally:
+        _cache.release_key_lock(key, lock)
+    _tls.origin = origin
+    return mod
+
+
+def _build(
+    source: str,
+    names: tuple[str, ...],
+    arch: str,
+    name: str,
+    opts: tuple[str, ...],
+    defs: tuple,
+    std: str | None,
+    inc: tuple[str, ...],
+    hdr: bytes,
+    cuda_headers: bool,
+) -> CompiledModule:
+    from cuda.core import Program, ProgramOptions
+
+    if not isinstance(source, str):
+        raise TypeError(f"source must be str, got {type(source).__name__}")
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise TypeError(f"name expressions must be str, got {bad!r}")
+    kw = parse_nvrtc_flags(opts)
+    macros: list[Any] = [k if v is None else (k, v) for k, v in defs]
+    macros += kw.pop("define_macro", [])
+    include_path = list(inc)
+    cuda_hdr = b""
+    if cuda_headers:
+        cdirs, cuda_hdr = cuda_header_dirs()
+        include_path += list(cdirs)
+    if std is not None:
+        kw.setdefault("std", std)  # an explicit "-std=" in options wins
+    popts = ProgramOptions(
+        arch=arch,
+        name=name,
+        define_macro=macros or None,
+        include_path=include_path or None,
+        **kw,
+    )
+
+    disk = _cache._disk_cache()
+    dkey = None
+    if disk is not None:
+        try:
+            from cuda.core.utils import make_program_cache_key
+
+            dkey = make_program_cache_key(
+                code=source,
+                code_type="c++",
+                options=popts,
+                target_type="cubin",
+                name_expressions=names,
+                extra_digest=_extra_digest(hdr, cuda_hdr, defs, names, name, std),
+            )
+        except Exception as exc:  # a key we cannot build must not break compilation
+            _cache._bump("disk_errors")
+            _cache._warn_once("key", repr(opts), f"rtc: disk cache skipped: {exc}")
+        if dkey is not None:
+            data = _cache.disk_get(disk, dkey)
+            if data is None:
+                _cache._bump("disk_misses")
+            else:
+                try:
+                    cubin, symbols, log = _cache.decode_payload(data, names)
+                except ValueError:
+                    # Corrupt/truncated/foreign entry: recompile below and overwrite it.
+                    _cache._bump("disk_corrupt")
+                else:
+                    _cache._bump("disk_hits")
+                    return CompiledModule(
+                        arch=arch, cubin=cubin, symbols=symbols, log=log, name=name, origin="disk"
+                    )
+
+    _cache._bump("nvrtc_compiles")
+    sink = _LogSink()
+    failure: BaseException | None = None
+    oc: Any = None
+    prog = Program(source, "c++", options=popts)
+    try:
+        oc = prog.compile("cubin", name_expressions=names, logs=sink)
+    except Exception as exc:
+        failure = exc
+    finally:
+        prog.close()
+        # Drop the Program before any traceback can capture this frame: a Program freed by the
+        # cyclic GC raises inside cuda.core's __dealloc__ (seen with cuda.core 1.2.0).
+        del prog
+    if failure is not None:
+        if not _is_cuda_error(failure):
+            raise failure
+        _cache._bump("compile_errors")
+        raise CompileError(
+            sink.text() or _log_from_exception(failure),
+            options=_option_strings(popts),
+            source=source,
+            name=name,
+            name_expressions=names,
+            arch=arch,
+        ) from failure
+    # Never repr()/load `oc` here: that needs a driver, and this path must work without a GPU.
+    cubin = bytes(oc.code)
+    symbols = {
+        (k.decode() if isinstance(k, bytes) else str(k)): (
+            v.decode() if isinstance(v, bytes) else str(v)
+        )
+        for k, v in oc.symbol_mapping.items()
+    }
+    missing = [n for n in names if n not in symbols]
+    if missing:
+        _cache._bump("compile_errors")
+        raise CompileError(
+            f"NVRTC did not resolve name expressions {missing}",
+            options=_option_strings(popts),
+            source=source,
+            name=name,
+            name_expressions=names,
+            arch=arch,
+        )
+    log = sink.text()
+    if dkey is not None:
+        _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, log))
+    return CompiledModule(
+        arch=arch, cubin=cubin, symbols=symbols, log=log, name=name, origin="compiled"
+    )
+
+
+def _option_strings(popts: Any) -> tuple[str, ...]:
+    try:
+        return tuple(b.decode() for b in popts.as_bytes("nvrtc", "cubin"))
+    except Exception:
+        return ()

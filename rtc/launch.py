@@ -1,0 +1,316 @@
+"""Low-overhead kernel launches on top of ``cuda.core.launch``.
+
+The hot path of :func:`launch` is a dict lookup for a cached ``LaunchConfig``, a type check of
+the stream and one call into ``cuda.core``. Everything that needs a driver query (shared-memory
+opt-in, stream wrapping, occupancy) is cached on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+__all__ = ["Kernel", "as_stream", "launch", "memset_d32_async"]
+
+# Bound lazily by _core(): importing cuda.core costs ~0.2 s, which `import rtc` should not pay.
+_Stream: Any = None
+_LaunchConfig: Any = None
+_cc_launch: Any = None
+_LEGACY: Any = None
+_PER_THREAD: Any = None
+_driver: Any = None
+_core_lock = threading.Lock()
+
+# CUstream sentinels of the CUDA driver API.
+_CU_STREAM_LEGACY = 0x1
+_CU_STREAM_PER_THREAD = 0x2
+
+_CACHE_LIMIT = 4096
+_configs: dict[tuple, Any] = {}
+_streams: dict[int, Any] = {}
+
+
+def _core() -> None:
+    """Import cuda.core once and bind the names the hot path uses."""
+    global _Stream, _LaunchConfig, _cc_launch, _LEGACY, _PER_THREAD, _driver
+    if _cc_launch is not None:
+        return
+    with _core_lock:
+        if _cc_launch is not None:
+            return
+        import cuda.core as cc
+        from cuda.bindings import driver
+
+        _Stream = cc.Stream
+        _LaunchConfig = cc.LaunchConfig
+        _LEGACY = cc.LEGACY_DEFAULT_STREAM
+        _PER_THREAD = cc.PER_THREAD_DEFAULT_STREAM
+        _driver = driver
+        _cc_launch = cc.launch
+
+
+class Kernel:
+    """A kernel loaded on one device, ready for :func:`launch`.
+
+    Obtain it from :meth:`rtc.CompiledModule.kernel`; it is bound to the device that was
+    current at that time.
+
+    Attributes
+    ----------
+    handle : cuda.core.Kernel
+        The underlying cuda.core kernel.
+    name : str
+        The name expression it was looked up with.
+    device : int
+        Device ordinal it is bound to.
+    """
+
+    __slots__ = ("handle", "name", "device", "_smem_limit", "_occ", "_attrs", "_lock", "_cu")
+
+    def __init__(self, handle: Any, name: str, device: int) -> None:
+        _core()
+        self.handle = handle
+        self.name = name
+        self.device = device
+        self._lock = threading.Lock()
+        self._occ: dict[tuple[int, int], int] = {}
+        self._attrs: Any = None
+        self._cu: Any = None
+        # The current dynamic limit starts at 48 KiB minus the static shared memory.
+        self._smem_limit = int(self._attributes().max_dynamic_shared_size_bytes)
+
+    def __repr__(self) -> str:
+        return f"<rtc.Kernel {self.name!r} on device {self.device}>"
+
+    def _attributes(self) -> Any:
+        if self._attrs is None:
+            self._attrs = self.handle.attributes[self.device]
+        return self._attrs
+
+    @property
+    def num_regs(self) -> int:
+        """Registers per thread."""
+        return int(self._attributes().num_regs)
+
+    @property
+    def local_bytes(self) -> int:
+        """Local (spill/stack) memory per thread in bytes."""
+        return int(self._attributes().local_size_bytes)
+
+    @property
+    def shared_bytes(self) -> int:
+        """Static shared memory per block in bytes."""
+        return int(self._attributes().shared_size_bytes)
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """Largest block size this kernel can be launched with."""
+        return int(self._attributes().max_threads_per_block)
+
+    @property
+    def max_dynamic_shared_memory(self) -> int:
+        """Current dynamic shared-memory limit per block in bytes."""
+        return self._smem_limit
+
+    def set_max_dynamic_shared_memory(self, nbytes: int) -> None:
+        """Allow launches with up to ``nbytes`` of dynamic shared memory.
+
+        Needed above 48 KiB (static + dynamic). Only ever raises the limit; calls that ask for
+        no more than the current limit return without a driver call.
+
+        Parameters
+        ----------
+        nbytes : int
+            Dynamic shared memory per block in bytes.
+
+        Raises
+        ------
+        ValueError
+            If the device cannot provide that much shared memory to this kernel.
+        """
+        nbytes = int(nbytes)
+        if nbytes <= self._smem_limit:
+            return
+        with self._lock:
+            if nbytes <= self._smem_limit:
+                return
+            if self._cu is None:
+                self._cu = _driver.CUkernel(int(self.handle.handle))
+            attr = _driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            err = _driver.cuKernelSetAttribute(attr, nbytes, self._cu, self.device)[0]
+            if err != _driver.CUresult.CUDA_SUCCESS:
+                raise ValueError(
+                    f"kernel {self.name!r}: cannot raise dynamic shared memory to {nbytes} bytes "
+                    f"(static {self.shared_bytes} bytes; driver said {getattr(err, 'name', err)})"
+                )
+            self._smem_limit = nbytes
+            # Occupancy depends on the carve-out the limit allows.
+            self._occ.clear()
+
+    def occupancy(self, block_size: int, dynamic_smem: int = 0) -> int:
+        """Maximum resident blocks per SM for a launch configuration.
+
+        Raises the dynamic shared-memory limit first when ``dynamic_smem`` needs it, exactly as
+        :func:`launch` would, so the answer matches what a launch gets. Cached per arguments.
+
+        Parameters
+        ----------
+        block_size : int
+            Threads per block.
+        dynamic_smem : int
+            Dynamic shared memory per block in bytes.
+
+        Returns
+        -------
+        int
+            Active blocks per multiprocessor (0 if the configuration cannot run).
+        """
+        key = (int(block_size), int(dynamic_smem))
+        v = self._occ.get(key)
+        if v is None:
+            if key[1] > self._smem_limit:
+                self.set_max_dynamic_shared_memory(key[1])
+            v = int(self.handle.occupancy.max_active_blocks_per_multiprocessor(key[0], key[1]))
+            self._occ[key] = v
+        return v
+
+
+def _dim(v: Any) -> int | tuple[int, ...]:
+    if isinstance(v, int):
+        return v
+    return tuple(int(x) for x in v)
+
+
+def _new_config(grid: Any, block: Any, shared_mem: int, cooperative: bool) -> Any:
+    cfg = _LaunchConfig(
+        grid=_dim(grid),
+        block=_dim(block),
+        shmem_size=int(shared_mem),
+        is_cooperative=bool(cooperative),
+    )
+    try:
+        key = (grid, block, shared_mem, cooperative)
+        if len(_configs) >= _CACHE_LIMIT:
+            _configs.clear()
+        _configs[key] = cfg
+    except TypeError:  # unhashable dims (lists): usable, just not cached
+        pass
+    return cfg
+
+
+def _stream_handle(obj: Any) -> int:
+    proto = getattr(obj, "__cuda_stream__", None)
+    if proto is not None:
+        info = proto() if callable(proto) else proto
+        return int(info[1])
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy Stream
+        h = getattr(obj, attr, None)
+        if h is not None:
+            return int(h)
+    h = getattr(obj, "handle", None)  # numba-cuda Stream (ctypes c_void_p)
+    if h is not None:
+        h = getattr(h, "value", h)
+        return int(h or 0)
+    raise TypeError(
+        f"cannot use {type(obj).__name__} as a CUDA stream: expected None, a cuda.core Stream, "
+        "an int CUstream handle or an object with __cuda_stream__"
+    )
+
+
+def as_stream(obj: Any) -> Any:
+    """Convert a stream-like object to a ``cuda.core.Stream``.
+
+    Parameters
+    ----------
+    obj : None, cuda.core.Stream, int, or stream-like
+        None is the legacy default stream. An int is a raw ``CUstream`` handle (0 and 1: legacy
+        default, 2: per-thread default). Other objects are accepted through
+        ``__cuda_stream__`` (numba-cuda, cupy, cuda.core) or a ``cuda_stream`` / ``ptr`` attribute
+        (torch, cupy).
+
+    Returns
+    -------
+    cuda.core.Stream
+        Wrappers of raw handles are cached by handle value; they do not own the stream, so the
+        foreign stream must outlive the work launched on it.
+    """
+    _core()
+    if obj is None:
+        return _LEGACY
+    if isinstance(obj, _Stream):
+        return obj
+    handle = obj if isinstance(obj, int) else _stream_handle(obj)
+    s = _streams.get(handle)
+    if s is None:
+        if handle in (0, _CU_STREAM_LEGACY):
+            s = _LEGACY
+        elif handle == _CU_STREAM_PER_THREAD:
+            s = _PER_THREAD
+        else:
+            s = _Stream.from_handle(handle)
+        if len(_streams) >= _CACHE_LIMIT:
+            _streams.clear()
+        _streams[handle] = s
+    return s
+
+
+def launch(
+    kernel: Kernel,
+    grid: int | tuple,
+    block: int | tuple,
+    *args: Any,
+    stream: Any = None,
+    shared_mem: int = 0,
+    cooperative: bool = False,
+) -> None:
+    """Launch a kernel asynchronously.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        From :meth:`rtc.CompiledModule.kernel`.
+    grid, block : int or tuple of int
+        Grid and block dimensions.
+    *args
+        Kernel arguments: Python ``int`` is passed as a 64-bit value (device pointers), numpy
+        scalars (``np.int32``, ``np.float32``, ...) with their own size, Python ``float`` as
+        double, ``cuda.core.Buffer`` as its device pointer.
+    stream : optional
+        None (legacy default stream), a ``cuda.core.Stream``, an int ``CUstream`` handle, or a
+        stream-like object (see :func:`as_stream`).
+    shared_mem : int
+        Dynamic shared memory per block in bytes; the kernel's limit is raised automatically
+        when needed (above 48 KiB).
+    cooperative : bool
+        Cooperative launch: all blocks must be co-resident (grid-wide synchronisation).
+    """
+    try:
+        cfg = _configs[(grid, block, shared_mem, cooperative)]
+    except (KeyError, TypeError):
+        cfg = _new_config(grid, block, shared_mem, cooperative)
+    if shared_mem > kernel._smem_limit:
+        kernel.set_max_dynamic_shared_memory(shared_mem)
+    if stream is None:
+        s = _LEGACY
+    elif type(stream) is _Stream:
+        s = stream
+    else:
+        s = as_stream(stream)
+    _cc_launch(s, cfg, kernel.handle, *args)
+
+
+def memset_d32_async(ptr: int, value: int, count: int, stream: Any = None) -> None:
+    """Set ``count`` 32-bit words at device address ``ptr`` to ``value``, ordered on ``stream``.
+
+    Used to zero inter-CTA barrier counters before a launch; capturable in CUDA graphs.
+    """
+    _core()
+    if stream is None:
+        handle = 0
+    elif isinstance(stream, int):
+        handle = stream
+    else:
+        handle = _stream_handle(stream)
+    (err,) = _driver.cuMemsetD32Async(ptr, value, count, handle)
+    if int(err) != 0:
+        raise RuntimeError(f"cuMemsetD32Async failed: {err!r}")

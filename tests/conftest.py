@@ -1,0 +1,45 @@
+"""Shared test configuration: the gpu marker, the simulator switch and the tolerance table."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1"
+
+from numba_norms.reference import TOLERANCE  # noqa: E402  (one table for tests and `check`)
+
+
+def _has_gpu() -> bool:
+    if SIMULATOR:
+        return False
+    try:
+        import rtc
+
+        return rtc.has_gpu()
+    except Exception:
+        return False
+
+
+HAS_GPU = _has_gpu()
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def assert_close(actual, expected, dtype: str, *, scale: float = 1.0, what: str = "") -> None:
+    """Compare with a float64 reference under the tolerance table (``scale`` widens it)."""
+    atol, rtol = TOLERANCE[dtype]
+    a = np.asarray(actual, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
+    assert not np.isnan(a).any(), f"{what}: NaN in result"
+    np.testing.assert_allclose(a, e, atol=atol * scale, rtol=rtol * scale, err_msg=what)

@@ -1,0 +1,128 @@
+"""The fused softmax family through the public API on a GPU, both backends (torch inputs)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import numba_norms as nn
+from numba_norms import reference as ref
+from tests.conftest import HAS_GPU, assert_close
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU"),
+]
+torch = pytest.importorskip("torch") if HAS_GPU else None
+
+TORCH = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+DTYPES = ["fp32", "fp16", "bf16"]
+KEYS = [1, 7, 32, 128, 1000, 2048, 4097, 16384, 32768, 131072]
+
+
+@pytest.fixture(params=["nvrtc", "numba"])
+def backend(request, monkeypatch):
+    if request.param == "numba":
+        monkeypatch.setenv("DISABLE_NVRTC", "1")
+    else:
+        monkeypatch.delenv("DISABLE_NVRTC", raising=False)
+    return request.param
+
+
+def T(a, dtype):
+    return torch.as_tensor(np.asarray(a, np.float32)).to("cuda", getattr(torch, TORCH[dtype]))
+
+
+def N(t):
+    return t.detach().float().cpu().numpy().astype(np.float64)
+
+
+def shape_for(sk):
+    # Keep the element count moderate for long rows; odd b, h, sq throughout.
+    if sk >= 16384:
+        return (1, 3, 3, sk)
+    return (3, 5, 7, sk)
+
+
+@pytest.mark.parametrize("sk", KEYS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scaled_softmax(backend, sk, dtype):
+    rng = np.random.default_rng(sk)
+    x = T(rng.standard_normal(shape_for(sk)) * 3, dtype)
+    y = nn.scaled_softmax_fwd(x, 0.8)
+    assert nn.last_backend() == backend and y.dtype == x.dtype
+    assert_close(N(y), ref.scaled_softmax(N(x), 0.8), dtype, what="y")
+    dy = T(rng.standard_normal(x.shape), dtype)
+    dx = nn.scaled_softmax_bwd(dy, y, 0.8)
+    assert_close(N(dx), ref.softmax_bwd(N(dy), N(y), 0.8), dtype, scale=4, what="dx")
+
+
+@pytest.mark.parametrize("sk", KEYS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scaled_masked_softmax(backend, sk, dtype):
+    rng = np.random.default_rng(sk + 1)
+    b, h, sq, _ = shape_for(sk)
+    x = T(rng.standard_normal((b, h, sq, sk)), dtype)
+    for mb in (1, b):
+        m = rng.random((mb, 1, sq, sk)) < 0.25
+        m[0, 0, sq - 1, :] = True  # a fully masked row
+        mask = torch.as_tensor(m).cuda()
+        y = nn.scaled_masked_softmax_fwd(x, mask, 1.5)
+        assert_close(N(y), ref.scaled_masked_softmax(N(x), m, 1.5), dtype, what=f"y mb={mb}")
+        assert not N(y)[0, :, sq - 1, :].any()
+        dy = T(rng.standard_normal(x.shape), dtype)
+        dx = nn.scaled_masked_softmax_bwd(dy, y, 1.5)
+        assert_close(N(dx), ref.softmax_bwd(N(dy), N(y), 1.5), dtype, scale=4)
+
+
+@pytest.mark.parametrize("sq", [1, 7, 128, 1000, 2048, 4097])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_upper_triangular(backend, sq, dtype):
+    rng = np.random.default_rng(sq)
+    x = T(rng.standard_normal((3, sq, sq)), dtype)
+    y = nn.scaled_upper_triang_masked_softmax_fwd(x, 0.5)
+    assert_close(N(y), ref.scaled_upper_triang_softmax(N(x), 0.5), dtype)
+    assert (N(y)[:, ~ref.causal_keep(sq, sq)] == 0).all()
+    dy = T(rng.standard_normal(x.shape), dtype)
+    dx = nn.scaled_upper_triang_masked_softmax_bwd(dy, y, 0.5)
+    assert_close(N(dx), ref.softmax_bwd(N(dy), N(y), 0.5), dtype, scale=4)
+
+
+@pytest.mark.parametrize("sq, sk", [(7, 7), (5, 1000), (1000, 5), (33, 4097), (3, 131072)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_aligned_causal(backend, sq, sk, dtype):
+    rng = np.random.default_rng(sq + sk)
+    x = T(rng.standard_normal((1, 3, sq, sk)), dtype)
+    y = nn.scaled_aligned_causal_masked_softmax_fwd(x, 1.0)
+    assert_close(N(y), ref.scaled_aligned_causal_softmax(N(x), 1.0), dtype)
+    assert (N(y)[..., ~ref.causal_keep(sq, sk)] == 0).all()
+    dy = T(rng.standard_normal(x.shape), dtype)
+    dx = nn.scaled_aligned_causal_masked_softmax_bwd(dy, y, 1.0)
+    assert_close(N(dx), ref.softmax_bwd(N(dy), N(y), 1.0), dtype, scale=4)
+
+
+@pytest.mark.parametrize("sk", [1000, 4097, 131072])
+def test_backends_agree_and_repeat_bitwise(sk):
+    rng = np.random.default_rng(3)
+    x = T(rng.standard_normal((1, 2, 3, sk)) * 4, "bf16")
+    dy = T(rng.standard_normal((1, 2, 3, sk)), "bf16")
+    outs = {}
+    for name in ("nvrtc", "numba"):
+        if name == "numba":
+            os.environ["DISABLE_NVRTC"] = "1"
+        try:
+            runs = []
+            for _ in range(3):
+                y = nn.scaled_aligned_causal_masked_softmax_fwd(x, 0.9)
+                dx = nn.scaled_aligned_causal_masked_softmax_bwd(dy, y, 0.9)
+                runs.append((y.clone(), dx.clone()))
+            for y, dx in runs[1:]:
+                assert torch.equal(y.view(torch.int16), runs[0][0].view(torch.int16))
+                assert torch.equal(dx.view(torch.int16), runs[0][1].view(torch.int16))
+            outs[name] = runs[0]
+        finally:
+            os.environ.pop("DISABLE_NVRTC", None)
+    for a, b in zip(outs["nvrtc"], outs["numba"]):
+        np.testing.assert_allclose(N(a), N(b), rtol=8e-3, atol=2e-3)

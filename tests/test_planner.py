@@ -1,0 +1,122 @@
+"""The launch planner against hand-computed cases on fake devices."""
+
+from __future__ import annotations
+
+import pytest
+
+from numba_norms import planner as p
+from numba_norms import registry as r
+
+H200 = p.DeviceLimits(sm_count=132)
+A100 = p.DeviceLimits(sm_count=108)
+FWD = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
+BWD = r.NormKey("layernorm_bwd", "bf16", "bf16", "bf16")
+
+
+def test_vector_elements():
+    assert p.vector_elements([(16, 2), (16, 4)], 8) == 4
+    assert p.vector_elements([(16, 2), (4, 4)], 8) == 1
+    assert p.vector_elements([(256, 2)], 8) == 8
+    assert p.vector_elements([(2, 2)], 8) == 1
+
+
+def test_tuned_single_cta_forward():
+    cfg = r.select_norm(FWD, 4096, 16384, 256)
+    spec = p.norm_spec(cfg, 4096, 8, H200)
+    assert (spec.num_elts, spec.ldgs, spec.general, spec.ctas_per_row) == (8, 4, False, 1)
+    plan = p.norm_plan(spec, 16384, 4096, H200, 8)
+    # TE: ctas_per_col = sm_count * occupancy / ctas_per_row = 132 * 8.
+    assert plan.grid == (1, 1056, 1) and plan.block == (128, 1, 1)
+    assert not plan.cooperative and plan.scratch_bytes == 0
+    assert plan.row_iterations == 16
+    # Fewer rows than resident CTAs: one row group per row (warps_m == 1).
+    assert p.norm_plan(spec, 100, 4096, H200, 8).ctas_per_col == 100
+
+
+def test_tuned_multi_cta_forward_is_cooperative_with_barrier_and_stats():
+    cfg = r.select_norm(FWD, 65536, 16384, 256)
+    assert cfg.ctas_per_row == 8
+    spec = p.norm_spec(cfg, 65536, 8, H200)
+    assert spec.ldgs == 65536 // (8 * 4 * 32 * 8)
+    plan = p.norm_plan(spec, 16384, 65536, H200, 2)
+    assert plan.ctas_per_col == 132 * 2 // 8 == 33
+    assert plan.grid == (8, 33, 1) and plan.cooperative
+    assert (plan.barrier_offset, plan.barrier_bytes) == (0, 33 * 4)
+    # [2 buffers][33 row groups][1 warp row][8 CTAs][2 values] fp32, after a 256-byte boundary.
+    assert (plan.stats_offset, plan.stats_bytes) == (256, 2 * 33 * 1 * 8 * 2 * 4)
+    assert plan.scratch_bytes == 256 + 4352
+
+
+def test_general_multi_cta_for_very_long_rows():
+    cfg = r.select_norm(FWD, 131072, 64, 256)
+    spec = p.norm_spec(cfg, 131072, 8, A100)
+    assert (spec.general, spec.ctas_per_row, spec.ldgs) == (True, 16, 8)
+    plan = p.norm_plan(spec, 64, 131072, A100, 4)
+    assert plan.ctas_per_col == min(108 * 4 // 16, 64) == 27
+    assert plan.cooperative and plan.grid == (16, 27, 1)
+
+
+def test_simulator_keeps_one_cta_per_row():
+    sim = p.DeviceLimits.simulator()
+    cfg = r.select_norm(FWD, 131072, 64, 256)
+    spec = p.norm_spec(cfg, 131072, 8, sim)
+    assert spec.ctas_per_row == 1 and spec.ldgs == 131072 // (4 * 32 * 8)
+    plan = p.norm_plan(spec, 5, 131072, sim, 2)
+    assert not plan.cooperative and plan.barrier_bytes == 0
+    tuned = r.select_norm(FWD, 65536, 16, 256)
+    with pytest.raises(p.PlanError, match="CTAs per row"):
+        p.norm_spec(tuned, 65536, 8, sim)
+
+
+def test_misaligned_general_uses_scalar_accesses_with_same_coverage():
+    cfg = r.select_norm(FWD, 4095, 16, 2)
+    assert cfg.kind == "general" and cfg.hidden_size == 8192
+    spec = p.norm_spec(cfg, 4095, 1, H200)
+    assert (spec.num_elts, spec.ldgs) == (1, 64)
+    assert spec.cols_per_row_pass == 8192
+
+
+def test_backward_partials_and_finalize():
+    cfg = r.select_norm(BWD, 1024, 16384, 256)
+    assert (cfg.warps_m, cfg.warps_n) == (4, 1)
+    spec = p.norm_spec(cfg, 1024, 8, H200)
+    plan = p.norm_plan(spec, 16384, 1024, H200, 6)
+    assert plan.ctas_per_col == min(132 * 6, 16384 // 4) == 792
+    assert plan.partial_rows == 792 * 4
+    assert plan.partial_bytes == 792 * 4 * 1024 * 4
+    assert plan.scratch_bytes == 2 * plan.partial_bytes  # dgamma and dbeta partials
+    assert plan.dbeta_partial_offset == plan.partial_bytes
+    assert plan.finalize_grid == (4, 1, 1) and plan.finalize_block == (256, 1, 1)
+    rms = r.select_norm(r.NormKey("rmsnorm_bwd", "bf16", "bf16", "bf16"), 1024, 16384, 256)
+    rplan = p.norm_plan(p.norm_spec(rms, 1024, 8, H200), 16384, 1024, H200, 6)
+    assert rplan.scratch_bytes == rplan.partial_bytes  # dgamma only
+
+
+def test_plan_errors():
+    cfg = r.select_norm(FWD, 4096, 16384, 256)
+    spec = p.norm_spec(cfg, 4096, 8, H200)
+    with pytest.raises(p.PlanError, match="occupancy 0"):
+        p.norm_plan(spec, 16, 4096, H200, 0)
+    with pytest.raises(p.PlanError, match="exceed"):
+        p.norm_plan(spec, 16, 8192, H200, 4)
+    with pytest.raises(p.PlanError, match="tuned entry"):
+        p.norm_spec(cfg, 2048, 8, H200)
+    tiny = p.DeviceLimits(sm_count=1)
+    big = p.norm_spec(r.select_norm(FWD, 131072, 8, 256), 131072, 8, tiny)
+    with pytest.raises(p.PlanError, match="cannot all be resident"):
+        p.norm_plan(big, 8, 131072, tiny, 4)
+
+
+def test_softmax_plans():
+    cfg = r.select_softmax("softmax_fwd", "scaled", "bf16", 1000)
+    spec = p.softmax_spec(cfg, 1000, 8, H200)
+    assert (spec.num_elts, spec.ldgs, spec.ctas_per_row) == (8, 4, 1)
+    plan = p.softmax_plan(spec, 4 * 32 * 1000, 1000, H200, 16)
+    assert plan.block == (128, 1, 1) and plan.ctas_per_col == 132 * 16
+    long = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
+    lspec = p.softmax_spec(long, 131072, 8, H200)
+    assert (lspec.ctas_per_row, lspec.ldgs) == (8, 4)
+    lplan = p.softmax_plan(lspec, 7, 131072, H200, 2)
+    assert lplan.cooperative and lplan.grid == (8, 7, 1) and lplan.barrier_bytes == 28
+    odd = p.softmax_spec(r.select_softmax("softmax_fwd", "scaled", "bf16", 7), 7, 1, H200)
+    assert odd.num_elts == 1 and odd.cols_per_row_pass >= 7

@@ -1,0 +1,120 @@
+"""The configuration registry: TE's table as data, validation and TE's selection rules."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from numba_norms import registry as r
+
+BF16 = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
+
+
+def test_every_te_registration_is_present_without_fp8():
+    raw = json.loads(
+        resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
+    )["entries"]
+    non_fp8 = [e for e in raw if not e["output"].startswith("fp8")]
+    assert len(r.norm_configs()) == len(non_fp8)
+    have = {
+        (c.op, c.kind, c.hidden_size, c.weight, c.input, c.output, c.fused_add)
+        for c in r.norm_configs()
+    }
+    for e in non_fp8:
+        key = (
+            e["op"],
+            e["kind"],
+            e["hidden_size"],
+            e["weight"],
+            e["input"],
+            e["output"],
+            e["stage"] == "BackwardAdd",
+        )
+        assert key in have
+
+
+def test_fp8_entries_come_in_e4m3_and_e5m2():
+    fp8 = [c for c in r.norm_configs(include_fp8=True) if c.output.startswith("fp8")]
+    assert fp8 and {c.output for c in fp8} == {"fp8e4m3", "fp8e5m2"}
+    assert sum(c.output == "fp8e4m3" for c in fp8) == sum(c.output == "fp8e5m2" for c in fp8)
+
+
+def test_derived_shape_of_a_tuned_entry():
+    cfg = r.select_norm(BF16, 4096, 16384, 256)
+    assert (cfg.kind, cfg.warps_m, cfg.warps_n, cfg.bytes_per_ldg) == ("tuned", 1, 4, 16)
+    assert cfg.threads == 128 and cfg.num_elts == 8 and cfg.cols_per_pass == 1024
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(bytes_per_ldg=12), "power of two"),
+        (dict(hidden_size=4000), "not a multiple"),
+        (dict(op="groupnorm_fwd"), "op: expected"),
+        (dict(weight="int8"), "unknown dtype"),
+        (dict(warps_n=0), "warps_n must be >= 1"),
+        (dict(input="fp8e4m3"), "cannot be fp8"),
+        (dict(fused_add=True), "fused_add exists only"),
+    ],
+)
+def test_invalid_entries_are_rejected(changes, message):
+    base = dict(
+        op="layernorm_fwd",
+        kind="tuned",
+        hidden_size=4096,
+        weight="bf16",
+        input="bf16",
+        output="bf16",
+    )
+    with pytest.raises(ValueError, match=message):
+        r.NormConfig(**{**base, **changes})
+
+
+def test_tuned_needs_alignment_and_rows_multiple_of_four():
+    assert r.select_norm(BF16, 4096, 16384, 16).kind == "tuned"
+    assert r.select_norm(BF16, 4096, 16383, 16).kind == "general"
+    assert r.select_norm(BF16, 4096, 16384, 8).kind == "general"
+    assert r.select_norm(BF16, 4096, 16384, 16, allow_tuned=False).kind == "general"
+
+
+def test_general_takes_smallest_chunk_that_fits_else_largest():
+    assert r.select_norm(BF16, 1000, 8, 256).hidden_size == 1024
+    assert r.select_norm(BF16, 100, 8, 256).hidden_size == 128
+    assert r.select_norm(BF16, 129, 8, 256).hidden_size == 512
+    biggest = r.select_norm(BF16, 131072, 8, 256)
+    assert biggest.kind == "general" and biggest.hidden_size == 8192
+
+
+def test_mixed_combinations_of_te_are_served():
+    fwd = r.supported_norm_dtypes("layernorm_fwd")
+    assert ("fp32", "fp32", "bf16") in fwd and ("fp32", "fp32", "fp16") in fwd
+    bwd = r.supported_norm_dtypes("layernorm_bwd")
+    assert ("bf16", "fp32", "bf16") in bwd
+    assert ("bf16", "bf16", "bf16") in r.supported_norm_dtypes("rmsnorm_bwd", fused_add=True)
+
+
+def test_unsupported_combination_lists_the_supported_ones():
+    key = r.NormKey("layernorm_fwd", "fp16", "bf16", "bf16")
+    with pytest.raises(r.UnsupportedError, match="supported .*bf16/bf16/bf16"):
+        r.select_norm(key, 1024, 8, 256)
+
+
+def test_softmax_selection():
+    assert r.select_softmax("softmax_fwd", "scaled", "bf16", 1).max_cols == 32
+    assert r.select_softmax("softmax_fwd", "masked", "bf16", 1000).max_cols == 1024
+    cfg = r.select_softmax("softmax_fwd", "scaled", "fp16", 4097)
+    assert (cfg.kind, cfg.max_cols) == ("block", 8192)
+    assert r.select_softmax("softmax_fwd", "scaled", "fp32", 131072).max_cols == 16384
+    # The backward is one kernel for every variant.
+    assert r.select_softmax("softmax_bwd", "upper_triang", "bf16", 64).variant == "scaled"
+    with pytest.raises(r.UnsupportedError, match="expected one of"):
+        r.select_softmax("softmax_fwd", "scaled", "fp8e4m3", 64)
+
+
+def test_softmax_entries_validate():
+    with pytest.raises(ValueError, match="warps_n == 1"):
+        r.SoftmaxConfig("softmax_fwd", "warp", 256, "bf16", 4, 2)
+    with pytest.raises(ValueError, match="not a multiple"):
+        r.SoftmaxConfig("softmax_fwd", "block", 1000, "bf16", 1, 4)
