@@ -25,6 +25,10 @@ _core_lock = threading.Lock()
 _CU_STREAM_LEGACY = 0x1
 _CU_STREAM_PER_THREAD = 0x2
 
+# Threads that never touched CUDA (torch's autograd workers, fresh Python threads) have no
+# current context for the driver API; remember per thread which device we made current.
+_tls = threading.local()
+
 _CACHE_LIMIT = 4096
 _configs: dict[tuple, Any] = {}
 _streams: dict[int, Any] = {}
@@ -290,6 +294,8 @@ def launch(
         cfg = _new_config(grid, block, shared_mem, cooperative)
     if shared_mem > kernel._smem_limit:
         kernel.set_max_dynamic_shared_memory(shared_mem)
+    if getattr(_tls, "device", None) != kernel.device:
+        ensure_context(kernel.device)
     if stream is None:
         s = _LEGACY
     elif type(stream) is _Stream:
@@ -299,12 +305,26 @@ def launch(
     _cc_launch(s, cfg, kernel.handle, *args)
 
 
+def ensure_context(device: int | None = None) -> None:
+    """Make sure this thread has a current context, the primary one of ``device`` if none is."""
+    _core()
+    err, ctx = _driver.cuCtxGetCurrent()
+    if int(err) != 0 or int(ctx) == 0:
+        from cuda.core import Device
+
+        Device(device or 0).set_current()
+    _tls.device = device
+    _tls.has_context = True
+
+
 def memset_d32_async(ptr: int, value: int, count: int, stream: Any = None) -> None:
     """Set ``count`` 32-bit words at device address ``ptr`` to ``value``, ordered on ``stream``.
 
     Used to zero inter-CTA barrier counters before a launch; capturable in CUDA graphs.
     """
     _core()
+    if not getattr(_tls, "has_context", False):
+        ensure_context(None)
     if stream is None:
         handle = 0
     elif isinstance(stream, int):

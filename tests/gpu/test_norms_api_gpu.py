@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import numba_norms as nn
-from numba_norms import registry
 from numba_norms import reference as ref
+from numba_norms import registry
 from tests.conftest import HAS_GPU, assert_close
 
 pytestmark = [

@@ -160,7 +160,8 @@ def test_launch_on_cuda_core_stream(cuda, mod):
     kd = mod.kernel("axpb<double>")
     rtc.launch(kd, ((n + 127) // 128, 1, 1), (128, 1, 1), ptr(dd), 3.0, -1.0, np.int32(n))
     cuda.synchronize()
-    np.testing.assert_allclose(dd.copy_to_host(), 3.0 * hd - 1.0)
+    # The kernel may fuse the multiply-add (one rounding): allow an ulp.
+    np.testing.assert_allclose(dd.copy_to_host(), 3.0 * hd - 1.0, atol=1e-15)
 
 
 def test_launch_argument_sizes(cuda, mod):

@@ -39,10 +39,10 @@ def test_layernorm_module_matches_functional(dtype, zero_centered):
     g64 = w64 + 1 if zero_centered else w64
     y64 = F.layer_norm(x64, (1024,), g64, b64, 1e-5)
     ex, ew, eb = torch.autograd.grad(y64, (x64, w64, b64), dy.double())
-    assert_close(y.float().cpu(), y64.detach().cpu(), dtype, scale=2, what="y")
-    assert_close(dx.float().cpu(), ex.cpu(), dtype, scale=4, what="dx")
-    assert_close(dw.float().cpu(), ew.cpu(), dtype, scale=40, what="dweight")
-    assert_close(db.float().cpu(), eb.cpu(), dtype, scale=40, what="dbias")
+    assert_close(y.detach().float().cpu(), y64.detach().cpu(), dtype, scale=2, what="y")
+    assert_close(dx.detach().float().cpu(), ex.cpu(), dtype, scale=4, what="dx")
+    assert_close(dw.detach().float().cpu(), ew.cpu(), dtype, scale=40, what="dweight")
+    assert_close(db.detach().float().cpu(), eb.cpu(), dtype, scale=40, what="dbias")
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
@@ -61,9 +61,9 @@ def test_rmsnorm_module_matches_reference(dtype):
     w64 = m.weight.detach().double().requires_grad_()
     y64 = F.rms_norm(x64, (2048,), w64, 1e-6)
     ex, ew = torch.autograd.grad(y64, (x64, w64), dy.double())
-    assert_close(y.float().cpu(), y64.detach().cpu(), dtype, scale=2, what="y")
-    assert_close(dx.float().cpu(), ex.cpu(), dtype, scale=4, what="dx")
-    assert_close(dw.float().cpu(), ew.cpu(), dtype, scale=40, what="dweight")
+    assert_close(y.detach().float().cpu(), y64.detach().cpu(), dtype, scale=2, what="y")
+    assert_close(dx.detach().float().cpu(), ex.cpu(), dtype, scale=4, what="dx")
+    assert_close(dw.detach().float().cpu(), ew.cpu(), dtype, scale=40, what="dweight")
 
 
 def test_fp32_weights_with_bf16_input_follow_autocast_habits():
@@ -104,8 +104,8 @@ def test_softmax_functions_match_torch(variant):
     dy = torch.randn_like(y)
     (dx,) = torch.autograd.grad(y, x, dy)
     (edx,) = torch.autograd.grad(ref, x64, dy.double())
-    assert_close(y.float().cpu(), ref.detach().cpu(), "bf16", what="y")
-    assert_close(dx.float().cpu(), edx.cpu(), "bf16", scale=4, what="dx")
+    assert_close(y.detach().float().cpu(), ref.detach().cpu(), "bf16", what="y")
+    assert_close(dx.detach().float().cpu(), edx.cpu(), "bf16", scale=4, what="dx")
 
 
 def test_cuda_graph_capture():
@@ -127,7 +127,7 @@ def test_cuda_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     expected = F.layer_norm(new_x.double(), (4096,), m.weight.double(), m.bias.double(), 1e-5)
-    assert_close(static_y.float().cpu(), expected.cpu(), "bf16", scale=2)
+    assert_close(static_y.detach().float().cpu(), expected.cpu(), "bf16", scale=2)
 
 
 def test_torch_compile_falls_back_around_the_module():
@@ -142,4 +142,4 @@ def test_torch_compile_falls_back_around_the_module():
     x = torch.randn(16, 1024, device="cuda", dtype=torch.bfloat16)
     got = compiled(x)
     expected = F.rms_norm((x * 2.0).double(), (1024,), m.weight.double(), 1e-5) + 1.0
-    assert_close(got.float().cpu(), expected.cpu(), "bf16", scale=2)
+    assert_close(got.detach().float().cpu(), expected.cpu(), "bf16", scale=2)

@@ -21,6 +21,13 @@ constexpr float kMaskedScore = -10000.0f * kLog2e;
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
+// 1/x to 1 ulp (one MUFU.RCP instead of an IEEE division's slow path).
+__device__ __forceinline__ float rcp(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // 2^x; ex2.approx(-inf) is +0, which is what excluded columns rely on.
 __device__ __forceinline__ float ex2(float x) {
   float y;
@@ -41,11 +48,6 @@ struct MaskBytes {
   static constexpr int WORDS = (N + 3) / 4;
   unsigned w[WORDS];
 
-  __device__ __forceinline__ void clear() {
-#pragma unroll
-    for (int i = 0; i < WORDS; ++i) w[i] = 0u;
-  }
-
   __device__ __forceinline__ void load(const unsigned char* p) {
     if constexpr (N >= 16) {
 #pragma unroll
@@ -65,55 +67,64 @@ struct MaskBytes {
     }
   }
 
-  // The first n (< N) bytes one by one, zeros after.
-  __device__ __forceinline__ void load_partial(const unsigned char* p, int n) {
-    clear();
-#pragma unroll
-    for (int j = 0; j < N - 1; ++j) {
-      if (j < n) w[j / 4] |= (unsigned)p[j] << (8 * (j % 4));
-    }
-  }
-
   // Nonzero means masked (bool or uint8 masks).
   __device__ __forceinline__ bool masked(int j) const {
     return ((w[j / 4] >> (8 * (j % 4))) & 0xffu) != 0u;
   }
 };
 
-template <typename T, int N>
-__device__ __forceinline__ void clear(nn::Pack<T, N>& p) {
+template <int W>
+__device__ __forceinline__ void clear(unsigned (&w)[W]) {
 #pragma unroll
-  for (int i = 0; i < nn::Pack<T, N>::WORDS; ++i) p.w[i] = 0u;
+  for (int i = 0; i < W; ++i) w[i] = 0u;
 }
 
-// The first n (< N) elements of a pack, one by one (zeros after): the partial last vector of a
-// row whose length is not a multiple of N.
-template <typename T, int N>
-__device__ __forceinline__ void load_partial(nn::Pack<T, N>& p, const T* src, int n) {
-  clear(p);
+// The words of a vector as one little-endian integer, shifted by one element of BITS bits.
+template <int BITS, int W>
+__device__ __forceinline__ void shift_up(unsigned (&w)[W]) {
 #pragma unroll
-  for (int j = 0; j < N - 1; ++j) {
-    if (j < n) {
-      if constexpr (sizeof(T) == 4) {
-        p.w[j] = reinterpret_cast<const unsigned*>(src)[j];
-      } else {
-        p.w[j / 2] |= (unsigned)reinterpret_cast<const unsigned short*>(src)[j] << (16 * (j % 2));
-      }
+  for (int i = W - 1; i > 0; --i) {
+    w[i] = BITS == 32 ? w[i - 1] : (w[i] << (BITS % 32)) | (w[i - 1] >> ((32 - BITS) % 32));
+  }
+  w[0] = BITS == 32 ? 0u : w[0] << (BITS % 32);
+}
+template <int BITS, int W>
+__device__ __forceinline__ void shift_down(unsigned (&w)[W]) {
+#pragma unroll
+  for (int i = 0; i < W - 1; ++i) {
+    w[i] = BITS == 32 ? w[i + 1] : (w[i] >> (BITS % 32)) | (w[i + 1] << ((32 - BITS) % 32));
+  }
+  w[W - 1] = BITS == 32 ? 0u : w[W - 1] >> (BITS % 32);
+}
+
+// The first n (0 < n < N) elements of BYTES bytes at src into w, zeros after: the partial last
+// vector of a row. A rolled loop of shifts, so the rare tail adds little code.
+template <int BYTES, int W>
+__device__ __forceinline__ void load_partial(unsigned (&w)[W], const void* src, int n) {
+  clear(w);
+#pragma unroll 1
+  for (int j = n - 1; j >= 0; --j) {
+    shift_up<8 * BYTES>(w);
+    if constexpr (BYTES == 4) {
+      w[0] = static_cast<const unsigned*>(src)[j];
+    } else if constexpr (BYTES == 2) {
+      w[0] |= static_cast<const unsigned short*>(src)[j];
+    } else {
+      w[0] |= static_cast<const unsigned char*>(src)[j];
     }
   }
 }
 
-template <typename T, int N>
-__device__ __forceinline__ void store_partial(const nn::Pack<T, N>& p, T* dst, int n) {
-#pragma unroll
-  for (int j = 0; j < N - 1; ++j) {
-    if (j < n) {
-      if constexpr (sizeof(T) == 4) {
-        reinterpret_cast<unsigned*>(dst)[j] = p.w[j];
-      } else {
-        reinterpret_cast<unsigned short*>(dst)[j] = (unsigned short)(p.w[j / 2] >> (16 * (j % 2)));
-      }
+template <int BYTES, int W>
+__device__ __forceinline__ void store_partial(unsigned (&w)[W], void* dst, int n) {
+#pragma unroll 1
+  for (int j = 0; j < n; ++j) {
+    if constexpr (BYTES == 4) {
+      static_cast<unsigned*>(dst)[j] = w[0];
+    } else {
+      static_cast<unsigned short*>(dst)[j] = (unsigned short)w[0];
     }
+    shift_down<8 * BYTES>(w);
   }
 }
 
@@ -185,11 +196,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     }
     nn::Pack<T, N> xt;  // the partial last vector, or zeros
     MaskBytes<N> mt;
-    clear(xt);
-    mt.clear();
+    clear(xt.w);
+    clear(mt.w);
     if (tail.mine && tail.col < lim) {
-      load_partial(xt, xr + tail.col, tail.n);
-      if constexpr (MASKED) mt.load_partial(mr + tail.col, tail.n);
+      load_partial<sizeof(T)>(xt.w, xr + tail.col, tail.n);
+      if constexpr (MASKED) load_partial<1>(mt.w, mr + tail.col, tail.n);
     }
 
     // Load, scale into the log2 domain, apply the mask; the row maximum along the way.
@@ -287,10 +298,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
         }
         if constexpr (MASKED) row_keep = any;
         // A CTA whose columns are all excluded has only zeros (and must not scale them by inf).
-        if (row_keep && m != neg_inf()) factor = ex2(m - gm) / gs;
+        if (row_keep && m != neg_inf()) factor = ex2(m - gm) * rcp(gs);
       }
     } else {
-      factor = row_keep ? 1.f / s : 0.f;
+      factor = row_keep ? rcp(s) : 0.f;
     }
 
     if (valid) {
@@ -310,7 +321,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
         if (c + N <= cols) p.store(yr + c);
         if (c == tail.col) yt = p;
       }
-      if (tail.mine) store_partial(yt, yr + tail.col, tail.n);
+      if (tail.mine) store_partial<sizeof(T)>(yt.w, yr + tail.col, tail.n);
     }
   }
 }
@@ -345,11 +356,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     const T* dyr = dy + row * dy_stride;
     const T* yr = y + row * y_stride;
     nn::Pack<T, N> dt, yt;  // the partial last vectors, or zeros
-    clear(dt);
-    clear(yt);
+    clear(dt.w);
+    clear(yt.w);
     if (tail.mine && valid) {
-      load_partial(dt, dyr + tail.col, tail.n);
-      load_partial(yt, yr + tail.col, tail.n);
+      load_partial<sizeof(T)>(dt.w, dyr + tail.col, tail.n);
+      load_partial<sizeof(T)>(yt.w, yr + tail.col, tail.n);
     }
 
     // The row stays in registers as raw packs (half the registers of fp32 for 16-bit types);
@@ -359,11 +370,17 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 #pragma unroll
     for (int it = 0; it < LDGS; ++it) {
       const int c = col0 + it * col_step;
-      pd[it] = dt;
-      py[it] = yt;
       if (c + N <= lim) {
         pd[it].load(dyr + c);
         py[it].load(yr + c);
+      } else {
+        // The tail vector, or zeros past the row's end (they must not count twice).
+        const bool t = c == tail.col;
+#pragma unroll
+        for (int i = 0; i < nn::Pack<T, N>::WORDS; ++i) {
+          pd[it].w[i] = t ? dt.w[i] : 0u;
+          py[it].w[i] = t ? yt.w[i] : 0u;
+        }
       }
       float fd[N], fy[N];
       pd[it].to_float(fd);
@@ -408,7 +425,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
         if (c + N <= cols) p.store(dxr + c);
         if (c == tail.col) xt = p;
       }
-      if (tail.mine) store_partial(xt, dxr + tail.col, tail.n);
+      if (tail.mine) store_partial<sizeof(T)>(xt.w, dxr + tail.col, tail.n);
     }
   }
 }

@@ -1,0 +1,328 @@
+"""Fused-softmax launchers of the NVRTC backend (kernels: ``softmax.cu``, helpers: ``norms.cuh``).
+
+A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
+``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT>`` or
+``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS>``, compiled through :func:`rtc.compile` with this
+package directory as the include path (so the headers are part of the cache key). Loaded kernels
+are cached per ``(spec.kernel_key, device)`` and launch records (kernel, grid, int32 constants)
+per plan object, so a call costs a dict lookup, a few attribute reads and one ``rtc.launch``
+(plus a barrier memset when a row spans several CTAs).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import rtc
+
+from ...planner import RowPlan, SoftmaxSpec
+from ..common import SoftmaxBwdArgs, SoftmaxFwdArgs
+
+__all__ = [
+    "C_TYPES",
+    "NVRTC_OPTIONS",
+    "VARIANT_IDS",
+    "backward",
+    "compile_backward",
+    "compile_forward",
+    "compile_spec",
+    "forward",
+    "kernel_name",
+    "load",
+    "occupancy_backward",
+    "occupancy_forward",
+]
+
+_DIR = Path(__file__).resolve().parent
+C_TYPES = {"fp32": "float", "fp16": "nn::fp16", "bf16": "nn::bf16"}
+VARIANT_IDS = {"scaled": 0, "masked": 1, "upper_triang": 2, "aligned_causal": 3}
+# -minimal skips the runtime-API declarations NVRTC would otherwise parse (~15 ms a compile).
+NVRTC_OPTIONS: tuple[str, ...] = ("-minimal",)
+
+_NULL = 0
+_FWD = "softmax_fwd"
+_BWD = "softmax_bwd"
+
+_source: str | None = None
+_source_lock = threading.Lock()
+
+
+def _kernel_source() -> str:
+    global _source
+    if _source is None:
+        with _source_lock:
+            if _source is None:
+                _source = (_DIR / "softmax.cu").read_text()
+    return _source
+
+
+def kernel_name(spec: SoftmaxSpec) -> str:
+    """C++ name expression of the kernel of ``spec``."""
+    c = spec.config
+    try:
+        ctype = C_TYPES[c.dtype]
+    except KeyError:
+        raise NotImplementedError(f"NVRTC softmax: dtype {c.dtype!r} is not supported") from None
+    args = f"{ctype}, {c.warps_m}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}"
+    if c.is_backward:
+        return f"{_BWD}<{args}>"
+    return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}>"
+
+
+def compile_spec(
+    spec: SoftmaxSpec, arch: str | None = None, options: tuple[str, ...] = ()
+) -> rtc.CompiledModule:
+    """Compile the kernel of ``spec`` (cached in process and on disk by :mod:`rtc`).
+
+    Parameters
+    ----------
+    spec : SoftmaxSpec
+        What to specialise the template on.
+    arch : str, optional
+        ``"sm_90"`` etc.; default: the current device's (needs a GPU).
+    options : tuple of str
+        Extra NVRTC flags (e.g. ``("-Xptxas=-v",)`` to see register counts in ``.log``).
+
+    Returns
+    -------
+    rtc.CompiledModule
+        Its ``symbols`` hold :func:`kernel_name` of ``spec``.
+    """
+    return rtc.compile(
+        _kernel_source(),
+        (kernel_name(spec),),
+        arch=arch,
+        name=f"{spec.op}.cu",
+        options=NVRTC_OPTIONS + tuple(options),
+        include_dirs=(_DIR,),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# loaded kernels: (kernel_key, device) -> rtc.Kernel
+# ----------------------------------------------------------------------------------------------
+
+_kernels: dict[tuple, Any] = {}
+_kernels_lock = threading.Lock()
+
+
+def _current_device() -> int:
+    from rtc.device import current_device_ordinal
+
+    dev = current_device_ordinal()
+    if dev is None:
+        raise RuntimeError("no CUDA GPU: NVRTC softmax kernels can only be compiled (give arch=)")
+    return dev
+
+
+def load(spec: SoftmaxSpec, device: int | None = None) -> Any:
+    """Compile (for the current device) and load the kernel of ``spec``.
+
+    Returns
+    -------
+    rtc.Kernel
+    """
+    if device is None:
+        device = _current_device()
+    key = (spec.kernel_key, device)
+    k = _kernels.get(key)
+    if k is not None:
+        return k
+    with _kernels_lock:
+        k = _kernels.get(key)
+        if k is None:
+            k = compile_spec(spec).kernel(kernel_name(spec))
+            if k.device != device:
+                raise RuntimeError(
+                    f"softmax kernel requested for device {device} while device {k.device} "
+                    "is current"
+                )
+            _kernels[key] = k
+    return k
+
+
+def _check_op(spec: SoftmaxSpec, op: str) -> None:
+    if spec.op != op:
+        raise ValueError(f"expected a {op} spec, got {spec.op}")
+
+
+def _compile_op(spec: SoftmaxSpec, op: str, arch: str | None) -> rtc.CompiledModule:
+    _check_op(spec, op)
+    if arch is not None:
+        return compile_spec(spec, arch)
+    load(spec)
+    return compile_spec(spec)  # an in-process cache hit by now
+
+
+def compile_forward(spec: SoftmaxSpec, arch: str | None = None) -> rtc.CompiledModule:
+    """Build (cached) the forward kernel of ``spec``.
+
+    With ``arch`` this only compiles to CUBIN (no GPU needed); without, it compiles for the
+    current device and loads the kernel, so the first launch finds it ready.
+    """
+    return _compile_op(spec, _FWD, arch)
+
+
+def compile_backward(spec: SoftmaxSpec, arch: str | None = None) -> rtc.CompiledModule:
+    """Build (cached) the backward kernel of ``spec`` (see :func:`compile_forward`)."""
+    return _compile_op(spec, _BWD, arch)
+
+
+def occupancy_forward(spec: SoftmaxSpec) -> int:
+    """Max active CTAs per SM of the forward kernel on the current device."""
+    _check_op(spec, _FWD)
+    return load(spec).occupancy(spec.threads, 0)
+
+
+def occupancy_backward(spec: SoftmaxSpec) -> int:
+    """Max active CTAs per SM of the backward kernel on the current device."""
+    _check_op(spec, _BWD)
+    return load(spec).occupancy(spec.threads, 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# launch records, one per (plan, device)
+# ----------------------------------------------------------------------------------------------
+
+
+class _Launch:
+    """Everything a launch of one plan needs that does not change between calls."""
+
+    __slots__ = (
+        "plan",
+        "kernel",
+        "grid",
+        "block",
+        "cooperative",
+        "rows",
+        "cols",
+        "multi",
+        "barrier_offset",
+        "barrier_count",
+        "stats_offset",
+    )
+
+    def __init__(self, plan: RowPlan, device: int) -> None:
+        self.plan = plan  # keeps id(plan) from being reused while this record is cached
+        self.kernel = load(plan.spec, device)
+        self.grid = tuple(plan.grid)
+        self.block = tuple(plan.block)
+        self.cooperative = bool(plan.cooperative)
+        self.rows = np.int32(plan.rows)
+        self.cols = np.int32(plan.cols)
+        self.multi = plan.barrier_bytes > 0
+        self.barrier_offset = plan.barrier_offset
+        self.barrier_count = plan.barrier_bytes // 4
+        self.stats_offset = plan.stats_offset
+
+
+_launches: dict[tuple[int, int], _Launch] = {}
+_launches_lock = threading.Lock()
+_LAUNCH_CACHE_LIMIT = 4096
+
+
+def _launch_record(plan: RowPlan, device: int) -> _Launch:
+    key = (id(plan), device)
+    rec = _launches.get(key)
+    if rec is not None and rec.plan is plan:
+        return rec
+    rec = _Launch(plan, device)
+    with _launches_lock:
+        if len(_launches) >= _LAUNCH_CACHE_LIMIT:
+            _launches.clear()
+        _launches[key] = rec
+    return rec
+
+
+def _row_stride(t: Any) -> np.int64:
+    """Row pitch in elements: the stride of the innermost leading dimension longer than 1.
+
+    The ops layer has already checked (``rows_cols``) that the leading dimensions flatten to one
+    uniform row stride; the common case reads it off directly.
+    """
+    shape = t.shape
+    if len(shape) >= 2 and shape[-2] != 1:
+        return np.int64(t.strides[-2])
+    return np.int64(t.rows_cols()[2])
+
+
+def _memset_d32(ptr: int, value: int, count: int, stream: int) -> None:
+    from cuda.bindings import driver
+
+    (err,) = driver.cuMemsetD32Async(ptr, value, count, stream)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuMemsetD32Async failed: {err}")
+
+
+# rtc.memset_d32_async is the intended entry point; the driver call serves until it exists.
+_memset = getattr(rtc, "memset_d32_async", None) or _memset_d32
+
+
+def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int]:
+    """(stats, barrier) addresses; zeroes the barrier counters on ``stream`` first."""
+    if not rec.multi:
+        return _NULL, _NULL
+    if scratch is None:
+        raise ValueError("several CTAs per row need a scratch buffer (barrier and statistics)")
+    base = scratch.ptr
+    barrier = base + rec.barrier_offset
+    _memset(barrier, 0, rec.barrier_count, stream)
+    return base + rec.stats_offset, barrier
+
+
+def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
+    """Launch the forward kernel of ``plan`` on ``stream`` (a raw CUstream handle)."""
+    x = args.x
+    rec = _launch_record(plan, x.device)
+    stats, barrier = _scratch_ptrs(rec, args.scratch, stream)
+    mask = args.mask
+    rtc.launch(
+        rec.kernel,
+        rec.grid,
+        rec.block,
+        x.ptr,
+        _NULL if mask is None else mask.ptr,
+        args.y.ptr,
+        rec.rows,
+        rec.cols,
+        _row_stride(x),
+        _row_stride(args.y),
+        np.int64(0) if mask is None else _row_stride(mask),
+        np.int32(args.sq),
+        np.int32(args.heads),
+        np.int32(args.mask_batch),
+        np.float32(args.scale),
+        stats,
+        barrier,
+        stream=stream,
+        cooperative=rec.cooperative,
+    )
+
+
+def backward(plan: RowPlan, args: SoftmaxBwdArgs, stream: int) -> None:
+    """Launch the backward kernel of ``plan`` on ``stream`` (a raw CUstream handle)."""
+    y = args.y
+    rec = _launch_record(plan, y.device)
+    stats, barrier = _scratch_ptrs(rec, args.scratch, stream)
+    rtc.launch(
+        rec.kernel,
+        rec.grid,
+        rec.block,
+        args.dy.ptr,
+        y.ptr,
+        args.dx.ptr,
+        rec.rows,
+        rec.cols,
+        _row_stride(args.dy),
+        _row_stride(y),
+        _row_stride(args.dx),
+        np.float32(args.scale),
+        stats,
+        barrier,
+        stream=stream,
+        cooperative=rec.cooperative,
+    )
