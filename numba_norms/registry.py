@@ -36,6 +36,7 @@ __all__ = [
     "NormKey",
     "UnsupportedError",
     "WARP_SIZE",
+    "generated_tuned",
     "itemsize",
     "norm_configs",
     "select_norm",
@@ -259,8 +260,81 @@ def supported_norm_dtypes(op: str, fused_add: bool = False) -> list[tuple[str, s
     )
 
 
+# Shapes tried, in order, when generating a tuned entry for a hidden size TE does not register:
+# the nearest TE entry's shape first (TE tuned those by measurement), then narrower vectors,
+# then other warp splits. A generated entry must tile the row exactly.
+_GEN_BYTES = (16, 8, 4)
+_GEN_WARPS_N = (4, 8, 2, 1)
+
+
+def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
+    """The TE tuned entry whose hidden size is nearest (by ratio) for the same dtypes.
+
+    LayerNorm's table is the template for RMSNorm too: it covers far more sizes and the kernels
+    share their structure.
+    """
+    direction = "bwd" if key.op.endswith("_bwd") else "fwd"
+    best, best_ratio = None, None
+    for (k, hidden), cfg in tuned.items():
+        if cfg.origin != "te" or (k.weight, k.input, k.output) != (
+            key.weight,
+            key.input,
+            key.output,
+        ):
+            continue
+        if not k.op.endswith(direction) or k.fused_add:
+            continue
+        ratio = max(hidden, cols) / min(hidden, cols)
+        if best_ratio is None or ratio < best_ratio or (ratio == best_ratio and k.op == key.op):
+            best, best_ratio = cfg, ratio
+    return best
+
+
+@functools.lru_cache(maxsize=1024)
+def generated_tuned(key: NormKey, cols: int) -> NormConfig | None:
+    """A tuned entry for a hidden size TE does not register, or None when none tiles it.
+
+    Run-time compilation makes a kernel per hidden size cheap, so any ``cols`` that a nearby TE
+    shape (or a close variant) tiles exactly gets its own register-resident kernel.
+    """
+    tuned, _ = _index(True)
+    base = _nearest_tuned(key, cols, tuned)
+    if base is None:
+        return None
+    size = itemsize(key.input)
+    ctas = max(1, round(base.ctas_per_row * cols / base.hidden_size))
+    # 16-byte vectors matter more than keeping the neighbour's warp split.
+    for nbytes in _GEN_BYTES:
+        for warps_n in (base.warps_n,) + tuple(w for w in _GEN_WARPS_N if w != base.warps_n):
+            warps_m = base.warps_m if warps_n == base.warps_n else max(1, 4 // warps_n)
+            if nbytes < size or cols % (ctas * warps_n * WARP_SIZE * (nbytes // size)):
+                continue
+            return NormConfig(
+                op=key.op,
+                kind="tuned",
+                hidden_size=cols,
+                weight=key.weight,
+                input=key.input,
+                output=key.output,
+                ctas_per_row=ctas,
+                warps_m=warps_m,
+                warps_n=warps_n,
+                bytes_per_ldg=nbytes,
+                bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
+                fused_add=key.fused_add,
+                origin="generated",
+            )
+    return None
+
+
 def select_norm(
-    key: NormKey, cols: int, rows: int, alignment: int, *, allow_tuned: bool = True
+    key: NormKey,
+    cols: int,
+    rows: int,
+    alignment: int,
+    *,
+    allow_tuned: bool = True,
+    generate: bool = True,
 ) -> NormConfig:
     """Pick the configuration for one call, following TE's rules.
 
@@ -274,6 +348,9 @@ def select_norm(
         Largest power of two dividing every pointer and row pitch of the call, in bytes.
     allow_tuned : bool
         False forces the general path (used by tests and by backends without tuned support).
+    generate : bool
+        Where TE registers no tuned kernel for ``cols``, generate one (:func:`generated_tuned`)
+        under the same alignment and row-count conditions.
 
     Raises
     ------
@@ -283,6 +360,8 @@ def select_norm(
     tuned, general = _index(True)
     if allow_tuned and alignment >= TUNED_ALIGNMENT and rows % TUNED_ROW_MULTIPLE == 0:
         cfg = tuned.get((key, cols))
+        if cfg is None and generate and key in general:
+            cfg = generated_tuned(key, cols)
         if cfg is not None:
             return cfg
     candidates = general.get(key)

@@ -48,7 +48,7 @@ def test_tuned_multi_cta_forward_is_cooperative_with_barrier_and_stats():
 
 
 def test_general_multi_cta_for_very_long_rows():
-    cfg = r.select_norm(FWD, 131072, 64, 256)
+    cfg = r.select_norm(FWD, 131072, 63, 256)  # 63 rows: not a multiple of 4, so general
     spec = p.norm_spec(cfg, 131072, 8, A100)
     assert (spec.general, spec.ctas_per_row, spec.ldgs) == (True, 16, 8)
     plan = p.norm_plan(spec, 64, 131072, A100, 4)
@@ -58,7 +58,7 @@ def test_general_multi_cta_for_very_long_rows():
 
 def test_simulator_keeps_one_cta_per_row():
     sim = p.DeviceLimits.simulator()
-    cfg = r.select_norm(FWD, 131072, 64, 256)
+    cfg = r.select_norm(FWD, 131072, 63, 256)
     spec = p.norm_spec(cfg, 131072, 8, sim)
     assert spec.ctas_per_row == 1 and spec.ldgs == 131072 // (4 * 32 * 8)
     plan = p.norm_plan(spec, 5, 131072, sim, 2)
@@ -102,7 +102,7 @@ def test_plan_errors():
     with pytest.raises(p.PlanError, match="tuned entry"):
         p.norm_spec(cfg, 2048, 8, H200)
     tiny = p.DeviceLimits(sm_count=1)
-    big = p.norm_spec(r.select_norm(FWD, 131072, 8, 256), 131072, 8, tiny)
+    big = p.norm_spec(r.select_norm(FWD, 131072, 7, 256), 131072, 8, tiny)
     with pytest.raises(p.PlanError, match="cannot all be resident"):
         p.norm_plan(big, 8, 131072, tiny, 4)
 

@@ -83,7 +83,7 @@ def test_general_takes_smallest_chunk_that_fits_else_largest():
     assert r.select_norm(BF16, 1000, 8, 256).hidden_size == 1024
     assert r.select_norm(BF16, 100, 8, 256).hidden_size == 128
     assert r.select_norm(BF16, 129, 8, 256).hidden_size == 512
-    biggest = r.select_norm(BF16, 131072, 8, 256)
+    biggest = r.select_norm(BF16, 131072, 7, 256)
     assert biggest.kind == "general" and biggest.hidden_size == 8192
 
 
@@ -118,3 +118,22 @@ def test_softmax_entries_validate():
         r.SoftmaxConfig("softmax_fwd", "warp", 256, "bf16", 4, 2)
     with pytest.raises(ValueError, match="not a multiple"):
         r.SoftmaxConfig("softmax_fwd", "block", 1000, "bf16", 1, 4)
+
+
+def test_generated_tuned_entries_for_sizes_te_does_not_register():
+    for cols in (2560, 3584, 7168):
+        cfg = r.select_norm(BF16, cols, 16384, 256)
+        assert (cfg.kind, cfg.origin, cfg.hidden_size) == ("tuned", "generated", cols)
+        assert cfg.bytes_per_ldg == 16  # a warp split that keeps 16-byte vectors exists
+        assert cols % cfg.cols_per_pass == 0
+    # RMSNorm sizes beyond TE's six take LayerNorm's neighbouring shape.
+    rms = r.select_norm(r.NormKey("rmsnorm_fwd", "bf16", "bf16", "bf16"), 16384, 64, 256)
+    ln = r.select_norm(BF16, 16384, 64, 256)
+    assert rms.origin == "generated" and (rms.ctas_per_row, rms.warps_n) == (
+        ln.ctas_per_row,
+        ln.warps_n,
+    )
+    # Odd sizes that nothing tiles stay general; so do unaligned or odd row counts.
+    assert r.select_norm(BF16, 5003, 16384, 256).kind == "general"
+    assert r.select_norm(BF16, 2560, 16383, 256).kind == "general"
+    assert r.select_norm(BF16, 2560, 16384, 256, generate=False).kind == "general"
