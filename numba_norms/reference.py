@@ -8,8 +8,10 @@ import numpy as np
 __all__ = [
     "NP",
     "TOLERANCE",
+    "FP8_MAX",
     "causal_keep",
     "layernorm_bwd",
+    "quantize_fp8",
     "layernorm_fwd",
     "rmsnorm_bwd",
     "rmsnorm_fwd",
@@ -118,3 +120,19 @@ def scaled_aligned_causal_softmax(x, scale):
 def softmax_bwd(dy, y, scale):
     dy, y = f64(dy), f64(y)
     return scale * y * (dy - (dy * y).sum(-1, keepdims=True))
+
+
+# Largest finite magnitudes of the FP8 formats: saturating conversions clamp to these.
+FP8_MAX = {"fp8e4m3": 448.0, "fp8e5m2": 57344.0}
+FP8_NP = {"fp8e4m3": ml_dtypes.float8_e4m3fn, "fp8e5m2": ml_dtypes.float8_e5m2}
+
+
+def quantize_fp8(v, dtype: str) -> np.ndarray:
+    """Saturating round-to-nearest-even conversion to FP8 (NaN stays NaN).
+
+    ``v`` is taken in its own precision: pass float32 values to reproduce a kernel that scales
+    in fp32, float64 for an exact reference.
+    """
+    v = np.asarray(v)
+    limit = FP8_MAX[dtype]
+    return np.clip(v, -limit, limit).astype(FP8_NP[dtype])

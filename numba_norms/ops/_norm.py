@@ -48,7 +48,32 @@ def _check_combo(op: str, key: registry.NormKey) -> None:
         )
 
 
-def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, stream):
+FP8 = ("fp8e4m3", "fp8e5m2")
+
+
+def _scalar(call, obj, name: str, *, writes: bool):
+    """A one-element float32 array on the call's device (FP8 scale, amax, scale_inv)."""
+    if obj is None:
+        return None
+    t = (call.inout if writes else call.input)(obj, name, dtypes=("fp32",))
+    if t.size != 1:
+        raise ValueError(f"{name}: expected a float32 array of one element, got shape {t.shape}")
+    return t
+
+
+def norm_fwd(
+    kind,
+    x,
+    gamma,
+    beta,
+    eps,
+    zero_centered_gamma,
+    out_dtype,
+    stream,
+    scale=None,
+    amax=None,
+    scale_inv=None,
+):
     """Forward of ``kind`` ("layernorm" or "rmsnorm"); returns the caller-kind outputs."""
     op = f"{kind}_fwd"
     eps = _check_eps(eps)
@@ -65,12 +90,23 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, stream):
     out = gt.dtype if out_dtype is None else arrays.dtype_name(out_dtype)
     key = registry.NormKey(op, gt.dtype, xt.dtype, out)
     _check_combo(op, key)
+    st = _scalar(call, scale, "scale", writes=False)
+    at = _scalar(call, amax, "amax", writes=True)
+    sit = _scalar(call, scale_inv, "scale_inv", writes=True)
+    if out in FP8:
+        if st is None:
+            raise ValueError(f"scale: required with an FP8 out_dtype ({out})")
+    elif st is not None or sit is not None:
+        name = "scale" if st is not None else "scale_inv"
+        raise ValueError(f"{name}: only used with an FP8 out_dtype, but y is {out}")
 
     y = call.output(xt.shape, out, "y")
     mu = call.output((rows,), "fp32", "mu") if kind == "layernorm" else None
     rsigma = call.output((rows,), "fp32", "rsigma")
     if rows:
-        args = NormFwdArgs(xt, gt, bt, y, mu, rsigma, eps, bool(zero_centered_gamma))
+        args = NormFwdArgs(
+            xt, gt, bt, y, mu, rsigma, eps, bool(zero_centered_gamma), None, st, at, sit
+        )
         used = [xt, gt, y] + ([bt] if bt is not None else [])
         pairs = [(t.alignment(), t.itemsize) for t in used]
         dispatch.run_norm(kind, key, call, args, rows, cols, pairs)

@@ -17,6 +17,9 @@ def layernorm_fwd(
     *,
     zero_centered_gamma: bool = False,
     out_dtype: Any = None,
+    scale: Any = None,
+    amax: Any = None,
+    scale_inv: Any = None,
     stream: Any = None,
 ) -> tuple[Any, Any, Any]:
     """LayerNorm over the last dimension, computed in fp32.
@@ -38,7 +41,18 @@ def layernorm_fwd(
     zero_centered_gamma : bool
         Use ``gamma + 1`` as the scale.
     out_dtype : dtype, optional
-        Dtype of ``y``; defaults to gamma's. Any of TE's registered combinations.
+        Dtype of ``y``; defaults to gamma's. Any of TE's registered combinations, including
+        FP8 (``float8_e4m3fn`` / ``float8_e5m2`` as ml_dtypes or torch dtypes, or their names).
+    scale : array, optional
+        float32, one element, on x's device. Required for FP8 output:
+        ``y = fp8(normalised * scale)``, rounded to nearest even and saturated to the finite
+        range.
+    amax : array, optional
+        float32, one element; updated in place to ``max(amax, max|v|)`` where ``v`` is the
+        output before scaling (FP8) or the converted output (other dtypes). Zero it for a fresh
+        maximum.
+    scale_inv : array, optional
+        float32, one element; receives ``1 / scale`` (FP8 output only).
     stream : stream, optional
         Numba / cuda.core / torch / CuPy stream, anything with ``__cuda_stream__``, or a raw
         handle. torch inputs default to torch's current stream.
@@ -58,7 +72,19 @@ def layernorm_fwd(
         Mismatched shapes, hidden size 0, non-contiguous last dimension, arrays on different
         devices, or host and device arrays mixed.
     """
-    return norm_fwd("layernorm", x, gamma, beta, eps, zero_centered_gamma, out_dtype, stream)
+    return norm_fwd(
+        "layernorm",
+        x,
+        gamma,
+        beta,
+        eps,
+        zero_centered_gamma,
+        out_dtype,
+        stream,
+        scale,
+        amax,
+        scale_inv,
+    )
 
 
 def layernorm_bwd(

@@ -16,13 +16,17 @@ def rmsnorm_fwd(
     *,
     zero_centered_gamma: bool = False,
     out_dtype: Any = None,
+    scale: Any = None,
+    amax: Any = None,
+    scale_inv: Any = None,
     stream: Any = None,
 ) -> tuple[Any, Any]:
     """RMSNorm over the last dimension, computed in fp32.
 
     ``rsigma = 1 / sqrt(mean(x^2) + eps)``, ``y = x * rsigma * g`` with ``g = gamma + 1`` when
     ``zero_centered_gamma`` else ``gamma``. Arguments, kinds, streams and errors are those of
-    :func:`numba_norms.layernorm_fwd` (without ``beta``).
+    :func:`numba_norms.layernorm_fwd` (without ``beta``), FP8 output with ``scale``, ``amax``
+    and ``scale_inv`` included.
 
     Returns
     -------
@@ -31,7 +35,19 @@ def rmsnorm_fwd(
     rsigma : array
         fp32 ``[rows]``.
     """
-    return norm_fwd("rmsnorm", x, gamma, None, eps, zero_centered_gamma, out_dtype, stream)
+    return norm_fwd(
+        "rmsnorm",
+        x,
+        gamma,
+        None,
+        eps,
+        zero_centered_gamma,
+        out_dtype,
+        stream,
+        scale,
+        amax,
+        scale_inv,
+    )
 
 
 def rmsnorm_bwd(
