@@ -96,9 +96,7 @@ def norm_fwd_bytes(rows: int, cols: int, x_size: int, y_size: int, w_size: int, 
     return rows * cols * (x_size + y_size) + cols * w_size * vectors + rows * STAT_SIZE * vectors
 
 
-def norm_bwd_bytes(
-    rows: int, cols: int, x_size: int, dy_size: int, w_size: int, rms: bool
-) -> int:
+def norm_bwd_bytes(rows: int, cols: int, x_size: int, dy_size: int, w_size: int, rms: bool) -> int:
     """Bytes of one norm backward: x and dy read + dx written + gamma read + rsigma (and mu)
     read + dgamma (and dbeta) written.
 

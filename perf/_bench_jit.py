@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,8 @@ def _prime(backend: str) -> None:
     if backend == "nvrtc":
         import rtc
 
-        rtc.compile('extern "C" __global__ void bench_prime(int* p) { if (p) *p = 1; }', ["bench_prime"])
+        src = "__global__ void bench_prime(int* p) { if (p) *p = 1; }"
+        rtc.compile(src, ["bench_prime"], name="bench_prime")
     else:
         import numpy as np
         from numba import cuda
@@ -125,13 +127,6 @@ def _lookup_us(backend: str, op: str, plans: list, repeats: int = 200) -> float 
 
 
 def _measure(phase: str, backend: str, case: Case) -> None:
-    import torch
-    from _bench_torch import make_set, ours_runner, plan_keys
-
-    import numba_norms as nn
-    import rtc
-    from numba_norms import dispatch
-
     row: dict[str, Any] = {
         "phase": phase,
         "backend": backend,
@@ -140,6 +135,13 @@ def _measure(phase: str, backend: str, case: Case) -> None:
         "shape": "x".join(map(str, case.x_shape)),
     }
     try:
+        import torch
+        from _bench_torch import make_set, ours_runner, plan_keys
+
+        import numba_norms as nn
+        import rtc
+        from numba_norms import dispatch
+
         fn = ours_runner(case, [make_set(case, seed=7)])
         torch.cuda.synchronize()
         before = plan_keys()
@@ -157,8 +159,8 @@ def _measure(phase: str, backend: str, case: Case) -> None:
             fn(0)
             torch.cuda.synchronize()
             warm = min(warm, time.perf_counter() - t0)
-        plans = [dispatch._plan_cache[k] for k in plan_keys() - before]
-        try:
+        try:  # private dispatch state: best effort
+            plans = [dispatch._plan_cache[k] for k in plan_keys() - before]
             lookup = _lookup_us(backend, case.op, plans)
         except Exception as exc:
             lookup = None
@@ -216,8 +218,16 @@ def _ms(t0: float) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def run_jit(backends: list[str], timeout_s: float = 150.0, log=print) -> list[dict[str, Any]]:
-    """Run the cold and the cached child; return their rows (errors as rows too)."""
+def run_jit(
+    backends: list[str],
+    timeout_s: float = 150.0,
+    log: Callable[[str], None] = print,
+    on_phase: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the cold and the cached child; return their rows (errors as rows too).
+
+    ``on_phase(phase)`` is called before each child starts (the parent's watchdog uses it).
+    """
     here = Path(__file__).resolve().parent
     repo = here.parent
     tmp = Path(tempfile.mkdtemp(prefix="numba-norms-jit-"))
@@ -233,6 +243,8 @@ def run_jit(backends: list[str], timeout_s: float = 150.0, log=print) -> list[di
     try:
         for phase in PHASES:
             code = f"import _bench_jit; _bench_jit.child({phase!r}, {list(backends)!r})"
+            if on_phase is not None:
+                on_phase(phase)
             t0 = time.perf_counter()
             try:
                 proc = subprocess.run(
@@ -247,12 +259,20 @@ def run_jit(backends: list[str], timeout_s: float = 150.0, log=print) -> list[di
             except subprocess.TimeoutExpired as exc:
                 out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
                 err, rc = f"timed out after {timeout_s:.0f} s", -1
-            got = [json.loads(line[len(PREFIX) :]) for line in out.splitlines() if line.startswith(PREFIX)]
+            got = [
+                json.loads(line[len(PREFIX) :])
+                for line in out.splitlines()
+                if line.startswith(PREFIX)
+            ]
             rows.extend(got)
-            log(f"  jit child '{phase}': {len(got)} rows, rc={rc}, {time.perf_counter() - t0:.1f} s")
+            log(
+                f"  jit child '{phase}': {len(got)} rows, rc={rc}, {time.perf_counter() - t0:.1f} s"
+            )
             if rc != 0:
                 tail = " | ".join((err or "").strip().splitlines()[-3:])
-                rows.append({"phase": phase, "backend": "-", "op": "(child)", "error": f"rc={rc}: {tail}"})
+                rows.append(
+                    {"phase": phase, "backend": "-", "op": "(child)", "error": f"rc={rc}: {tail}"}
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rows
