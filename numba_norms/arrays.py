@@ -379,6 +379,11 @@ class Tensor:
             cannot be described by one uniform row stride, or if a stride is negative.
         """
         shape, strides = self.shape, self.strides
+        if 0 in shape:  # empty: no element is ever addressed, so any strides will do
+            rows = 1
+            for n in shape[:-1]:
+                rows *= n
+            return rows, shape[-1], shape[-1]
         if len(shape) == 2:  # fast path
             rows, cols = shape
             row_stride, col_stride = strides

@@ -1,20 +1,22 @@
 """Numba (``@cuda.jit``) LayerNorm / RMSNorm kernels: factories, primitives and launchers.
 
-The kernels implement the contract of ``docs/design.md`` (same thread mapping, configurations
-and reduction structure as the CUDA C kernels). A :class:`~numba_norms.planner.NormSpec` is
-turned into kernels by *closure constants* (warps, vector width, vectors per thread, general,
-RMS, fused add, storage dtypes): Numba freezes closure variables at compile time, so every loop
-over them has a constant trip count that NVVM fully unrolls, and the per-thread row arrays
-(``cuda.local.array``) are promoted to registers.
+The kernels implement the contract of ``docs/design.md`` (thread mapping, configurations and
+reduction structure of the CUDA C kernels). A :class:`~numba_norms.planner.NormSpec` becomes
+kernels through *closure constants* (warps, vector width, vectors per thread, general, RMS,
+fused add, dtypes): Numba freezes closure variables at compile time, so every loop over them
+has a constant trip count that NVVM unrolls fully, and the per-thread row arrays
+(``cuda.local.array``) live in registers.
 
-Two execution targets share the kernel bodies:
+Two targets share the kernel bodies:
 
-* the GPU: arrays are passed as raw pointers (``CPointer``), global memory is accessed through
-  small LLVM intrinsics that emit 16-byte vector loads/stores (``ld.global.nc.v4.u32``) and bit
-  casts; reductions use warp shuffles; multi-CTA rows use an inter-CTA barrier;
-* Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``): the same kernel bodies run as Python on
-  flat NumPy views, the primitives are NumPy code, and warp reductions go through shared memory
-  (the simulator has no shuffles). The planner never gives the simulator several CTAs per row.
+* the GPU: arrays are raw pointers (``CPointer``); global memory is accessed through small LLVM
+  intrinsics that move a whole vector (one ``ld.global.nc.v4.u32`` / ``st.global.v4.u32`` per 16
+  bytes) and convert between the storage dtype and fp32 on the way (bf16 widening is a shift,
+  narrowing is ``cvt.rn.bf16x2.f32`` from sm_80 on, round-to-nearest-even bit arithmetic
+  before); reductions use warp shuffles; multi-CTA rows use an inter-CTA workspace barrier;
+* Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``): the same bodies run as Python on flat
+  NumPy views, the primitives are NumPy code, and warp reductions go through shared memory
+  (the simulator has no shuffles). The planner never gives the simulator several CTAs a row.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,86 +38,117 @@ __all__ = [
     "SIMULATOR",
     "STORAGE_TYPES",
     "backward",
+    "bf16_bits_to_f32",
     "compile_backward",
     "compile_forward",
+    "f32_to_bf16_bits",
     "forward",
     "occupancy_backward",
     "occupancy_forward",
 ]
 
 SIMULATOR = bool(_numba_cuda_config.ENABLE_CUDASIM)
-# Aliases visible to kernel bodies as closure/global constants.
-_SIM = SIMULATOR
+_SIM = SIMULATOR  # closure constant of the kernels: picks shuffles or shared memory
 F32 = types.float32
 I32 = types.int32
-# Storage type of each dtype name inside the kernels (bf16 is carried as its bits).
+I64 = types.int64
+# Storage type of each dtype inside the kernels (bf16 travels as its bits).
 STORAGE_TYPES = {"fp32": types.float32, "fp16": types.float16, "bf16": types.uint16}
-_NP_STORAGE = {"fp32": np.float32, "fp16": np.float16, "bf16": np.uint16}
+# bf16 narrowing in hardware (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) needs sm_80.
+_HW_CVT_CC = (8, 0)
 
-# uint32 constants keep the bf16 bit arithmetic in 32 bits (a Python int literal would
-# promote it to int64 in Numba's typing).
-_U16 = np.uint32(16)
-_U1 = np.uint32(1)
-_ABS_MASK = np.uint32(0x7FFFFFFF)
-_F32_INF_BITS = np.uint32(0x7F800000)
-_ROUND_BIAS = np.uint32(0x7FFF)
-_QUIET_BIT = np.uint32(0x40)
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
 
 
 def _device(fn):
-    """A device helper that NVVM always inlines (row arrays stay in registers).
-
-    Module-level helpers are compiled once per signature and shared by every kernel.
-    """
+    """A device helper NVVM always inlines; compiled once per signature, shared by all kernels."""
     if _SIM:
         return cuda.jit(device=True)(fn)
     return cuda.jit(device=True, forceinline=True)(fn)
 
 
 # ---------------------------------------------------------------------------------------------
-# Memory primitives. GPU: LLVM intrinsics on raw pointers. Simulator: NumPy on flat arrays.
+# bf16 <-> fp32 (the reference bit arithmetic; the GPU emits the same operations in IR)
+# ---------------------------------------------------------------------------------------------
+
+
+def bf16_bits_to_f32(u: Any) -> np.float32:
+    """bf16 bits -> float32: bf16 is the upper half of a float32."""
+    return (np.uint32(u) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16_bits(f: Any) -> np.uint16:
+    """float32 -> bf16 bits, rounding to nearest even; NaN stays a (quiet) NaN."""
+    u = np.float32(f).view(np.uint32)
+    hi = u >> np.uint32(16)
+    if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        return np.uint16(hi | np.uint32(0x40))
+    return np.uint16((u + np.uint32(0x7FFF) + (hi & np.uint32(1))) >> np.uint32(16))
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory primitives: ld*(ptr, idx, dst, off, n[, avail]) and st*(ptr, idx, src, off, n[, avail])
+# move n elements between storage at ptr[idx:] and the fp32 array dst/src[off:]; the _g forms
+# touch only elements j < avail (loads give 0 for the others). GPU: LLVM intrinsics on raw
+# pointers. Simulator: NumPy on flat arrays.
 # ---------------------------------------------------------------------------------------------
 
 if _SIM:
 
-    def _vload(src, idx, dst, off, n):
-        for j in range(n):
-            dst[off + j] = src[idx + j]
+    def _widen(v, dt):
+        return bf16_bits_to_f32(v) if dt == np.uint16 else np.float32(v)
 
-    def _vload_g(src, idx, dst, off, n, avail):
-        for j in range(n):
-            dst[off + j] = src[idx + j] if j < avail else 0
+    def _narrow(f, dt):
+        return f32_to_bf16_bits(f) if dt == np.uint16 else dt.type(f)
 
-    def _vstore(dst, idx, src, off, n):
+    def _ld(src, idx, dst, off, n):
+        dt = src.dtype
         for j in range(n):
-            dst[idx + j] = src[off + j]
+            dst[off + j] = _widen(src[idx + j], dt)
 
-    def _vstore_g(dst, idx, src, off, n, avail):
+    def _ld_g(src, idx, dst, off, n, avail):
+        dt = src.dtype
+        for j in range(n):
+            dst[off + j] = _widen(src[idx + j], dt) if j < avail else _ZERO
+
+    def _st_any(dst, idx, src, off, n):
+        dt = dst.dtype
+        for j in range(n):
+            dst[idx + j] = _narrow(src[off + j], dt)
+
+    def _st_g_any(dst, idx, src, off, n, avail):
+        dt = dst.dtype
         for j in range(min(n, avail)):
-            dst[idx + j] = src[off + j]
+            dst[idx + j] = _narrow(src[off + j], dt)
 
-    def _bits_f32(u):
-        return np.uint32(u).view(np.float32)
-
-    def _f32_bits(f):
-        return np.float32(f).view(np.uint32)
-
+    _STORES = {True: (_st_any, _st_g_any), False: (_st_any, _st_g_any)}
     _atomic_add_i32 = None  # multi-CTA rows never run in the simulator
 
 else:
     from llvmlite import ir
     from numba.cuda.extending import intrinsic
 
+    _LL_I16 = ir.IntType(16)
+    _LL_I32 = ir.IntType(32)
     _LL_I64 = ir.IntType(64)
+    _LL_F32 = ir.FloatType()
+
+    def _c32(v):
+        return ir.Constant(_LL_I32, v)
 
     def _c64(v):
         return ir.Constant(_LL_I64, v)
 
-    def _elem(context, ptr_type):
-        elty = context.get_value_type(ptr_type.dtype)
-        return elty, context.get_abi_sizeof(elty)
+    def _kind(ptr_type) -> str:
+        dt = ptr_type.dtype
+        if dt == types.float32:
+            return "fp32"
+        if dt == types.float16:
+            return "fp16"
+        if dt == types.uint16:
+            return "bf16"
+        raise TypeError(f"norm kernels store fp32, fp16 (float16) or bf16 (uint16), got {dt}")
 
     def _chunks(n, esize):
         """(first element, bytes) of each access: at most 16 bytes, aligned to its size."""
@@ -126,177 +158,208 @@ else:
             yield done // esize, size
             done += size
 
-    def _word_type(size):
+    def _words(size):
+        """Word type, access type and word count of an access of ``size`` bytes."""
         bits = 32 if size >= 4 else size * 8
         words = size // 4 if size >= 4 else 1
         wty = ir.IntType(bits)
         return wty, (ir.VectorType(wty, words) if words > 1 else wty), words
 
-    def _emit_load(builder, elty, esize, src, dst, n, invariant):
-        # Load whole 32-bit words (a <4 x i32> for 16 bytes) and split them into elements:
-        # loading <8 x i16> directly would be legalised into two 8-byte loads.
+    def _to_f32(builder, kind, bits):
+        """Storage bits (i32 for fp32, i16 otherwise) -> float."""
+        if kind == "fp32":
+            return builder.bitcast(bits, _LL_F32)
+        if kind == "fp16":
+            return builder.fpext(builder.bitcast(bits, ir.HalfType()), _LL_F32)
+        return builder.bitcast(builder.shl(builder.zext(bits, _LL_I32), _c32(16)), _LL_F32)
+
+    def _bf16_rne(builder, f):
+        """float -> bf16 bits (i16) by round-to-nearest-even bit arithmetic, NaN kept quiet."""
+        u = builder.bitcast(f, _LL_I32)
+        hi = builder.lshr(u, _c32(16))
+        rounded = builder.lshr(
+            builder.add(builder.add(u, _c32(0x7FFF)), builder.and_(hi, _c32(1))), _c32(16)
+        )
+        is_nan = builder.icmp_unsigned(">", builder.and_(u, _c32(0x7FFFFFFF)), _c32(0x7F800000))
+        return builder.trunc(builder.select(is_nan, builder.or_(hi, _c32(0x40)), rounded), _LL_I16)
+
+    _ASM_BF16 = ir.InlineAsm(ir.FunctionType(_LL_I16, [_LL_F32]), "cvt.rn.bf16.f32 $0, $1;", "=h,f")
+    _ASM_BF16X2 = ir.InlineAsm(
+        ir.FunctionType(_LL_I32, [_LL_F32, _LL_F32]), "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f"
+    )
+    _ASM_F16X2 = ir.InlineAsm(
+        ir.FunctionType(_LL_I32, [_LL_F32, _LL_F32]), "cvt.rn.f16x2.f32 $0, $1, $2;", "=r,f,f"
+    )
+
+    def _from_f32(builder, kind, f, hw):
+        """float -> storage bits (i32 for fp32, i16 otherwise)."""
+        if kind == "fp32":
+            return builder.bitcast(f, _LL_I32)
+        if kind == "fp16":
+            return builder.bitcast(builder.fptrunc(f, ir.HalfType()), _LL_I16)
+        return builder.call(_ASM_BF16, [f]) if hw else _bf16_rne(builder, f)
+
+    def _emit_load(builder, kind, src, dst, n):
+        """dst[0:n] (float*) = src[0:n] (storage*): whole 32-bit words, split afterwards.
+
+        Loading <8 x i16> directly would be legalised into two 8-byte loads; <4 x i32> stays
+        one 16-byte load. ``!invariant.load``: the kernel never writes what it reads this way,
+        which lets NVVM use the read-only path (``ld.global.nc``).
+        """
+        esize = 4 if kind == "fp32" else 2
         for first, size in _chunks(n, esize):
-            wty, vty, words = _word_type(size)
+            wty, vty, words = _words(size)
             ptr = builder.bitcast(builder.gep(src, [_c64(first)]), vty.as_pointer())
             val = builder.load(ptr, align=size)
-            if invariant:  # read-only for the kernel: lets NVVM emit ld.global.nc
-                val.set_metadata("invariant.load", builder.module.add_metadata([]))
+            val.set_metadata("invariant.load", builder.module.add_metadata([]))
             per = wty.width // (8 * esize)
             for w in range(words):
-                word = (
-                    builder.extract_element(val, ir.Constant(ir.IntType(32), w))
-                    if words > 1
-                    else val
-                )
+                word = builder.extract_element(val, _c32(w)) if words > 1 else val
                 for h in range(per):
-                    part = builder.lshr(word, ir.Constant(wty, 8 * esize * h)) if h else word
-                    if 8 * esize < wty.width:
-                        part = builder.trunc(part, ir.IntType(8 * esize))
-                    if not isinstance(elty, ir.IntType):
-                        part = builder.bitcast(part, elty)
-                    builder.store(part, builder.gep(dst, [_c64(first + w * per + h)]))
+                    part = builder.lshr(word, ir.Constant(wty, 16 * h)) if h else word
+                    if esize == 2 and wty.width > 16:
+                        part = builder.trunc(part, _LL_I16)
+                    f = _to_f32(builder, kind, part)
+                    builder.store(f, builder.gep(dst, [_c64(first + w * per + h)]))
 
-    def _emit_store(builder, elty, esize, dst, src, n):
+    def _emit_store(builder, kind, dst, src, n, hw):
+        """dst[0:n] (storage*) = src[0:n] (float*), narrowed and packed into whole words."""
+        esize = 4 if kind == "fp32" else 2
         for first, size in _chunks(n, esize):
-            wty, vty, words = _word_type(size)
+            wty, vty, words = _words(size)
             per = wty.width // (8 * esize)
             val = ir.Constant(vty, None)
             for w in range(words):
-                word = ir.Constant(wty, 0)
-                for h in range(per):
-                    e = builder.load(builder.gep(src, [_c64(first + w * per + h)]))
-                    if not isinstance(elty, ir.IntType):
-                        e = builder.bitcast(e, ir.IntType(8 * esize))
-                    if 8 * esize < wty.width:
-                        e = builder.zext(e, wty)
-                    if h:
-                        e = builder.shl(e, ir.Constant(wty, 8 * esize * h))
-                    word = builder.or_(word, e) if h else e
-                val = (
-                    builder.insert_element(val, word, ir.Constant(ir.IntType(32), w))
-                    if words > 1
-                    else word
-                )
+                fs = [
+                    builder.load(builder.gep(src, [_c64(first + w * per + h)])) for h in range(per)
+                ]
+                if per == 2 and hw and kind != "fp32":  # one cvt for two elements
+                    asm = _ASM_BF16X2 if kind == "bf16" else _ASM_F16X2
+                    word = builder.call(asm, [fs[1], fs[0]])
+                else:
+                    parts = [_from_f32(builder, kind, f, hw) for f in fs]
+                    word = parts[0]
+                    if per == 2:
+                        lo = builder.zext(parts[0], _LL_I32)
+                        hi = builder.shl(builder.zext(parts[1], _LL_I32), _c32(16))
+                        word = builder.or_(lo, hi)
+                val = builder.insert_element(val, word, _c32(w)) if words > 1 else word
             ptr = builder.bitcast(builder.gep(dst, [_c64(first)]), vty.as_pointer())
             builder.store(val, ptr, align=size)
 
-    def _local_data(context, builder, arr_type, arr, off, off_type):
-        data = context.make_array(arr_type)(context, builder, arr).data
-        return builder.gep(data, [context.cast(builder, off, off_type, types.int64)])
-
     def _check(ptr, arr, n):
         if not isinstance(n, types.IntegerLiteral):
-            return False
+            return False  # retried with the literal
         if not isinstance(ptr, types.CPointer) or not isinstance(arr, types.Array):
             raise TypeError(f"vector access needs (pointer, local array), got {ptr}, {arr}")
-        if ptr.dtype != arr.dtype:
-            raise TypeError(f"vector access dtype mismatch: {ptr.dtype} vs {arr.dtype}")
+        if arr.dtype != types.float32:
+            raise TypeError(f"vector access goes to / from float32 arrays, got {arr.dtype}")
         return True
 
+    def _operands(context, builder, sig, args):
+        """(storage pointer at idx, float pointer at off) of an access intrinsic."""
+        g = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
+        data = context.make_array(sig.args[2])(context, builder, args[2]).data
+        a = builder.gep(data, [context.cast(builder, args[3], sig.args[3], types.int64)])
+        return g, a
+
+    def _guarded(builder, count, avail, full, one, none=None):
+        """``full()`` when all ``count`` elements are available, else ``one(j)`` per j < avail."""
+        with builder.if_else(builder.icmp_signed(">=", avail, _c64(count)), likely=True) as (
+            then,
+            otherwise,
+        ):
+            with then:
+                full()
+            with otherwise:
+                for j in range(count):
+                    inside = builder.icmp_signed(">", avail, _c64(j))
+                    if none is None:
+                        with builder.if_then(inside):
+                            one(j)
+                    else:
+                        with builder.if_else(inside) as (t2, o2):
+                            with t2:
+                                one(j)
+                            with o2:
+                                none(j)
+
     @intrinsic
-    def _vload(typingctx, src, idx, dst, off, n):
-        """dst[off:off+n] = src[idx:idx+n] with one aligned vector access per 16 bytes."""
+    def _ld(typingctx, src, idx, dst, off, n):
+        """dst[off:off+n] = fp32(src[idx:idx+n]): one aligned vector load per 16 bytes."""
         if not _check(src, dst, n):
             return None
 
         def codegen(context, builder, sig, args):
-            elty, esize = _elem(context, sig.args[0])
-            s = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
-            d = _local_data(context, builder, sig.args[2], args[2], args[3], sig.args[3])
-            _emit_load(builder, elty, esize, s, d, n.literal_value, True)
+            g, a = _operands(context, builder, sig, args)
+            _emit_load(builder, _kind(sig.args[0]), g, a, n.literal_value)
             return context.get_dummy_value()
 
         return types.void(src, idx, dst, off, n), codegen
 
     @intrinsic
-    def _vload_g(typingctx, src, idx, dst, off, n, avail):
-        """Bounds-checked :func:`_vload`: elements ``j >= avail`` read as zero."""
+    def _ld_g(typingctx, src, idx, dst, off, n, avail):
+        """Bounds-checked :func:`_ld`: elements ``j >= avail`` read as 0."""
         if not _check(src, dst, n):
             return None
         count = n.literal_value
 
         def codegen(context, builder, sig, args):
-            elty, esize = _elem(context, sig.args[0])
-            s = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
-            d = _local_data(context, builder, sig.args[2], args[2], args[3], sig.args[3])
-            avail_v = context.cast(builder, args[5], sig.args[5], types.int64)
-            full = builder.icmp_signed(">=", avail_v, _c64(count))
-            with builder.if_else(full, likely=True) as (then, otherwise):
-                with then:
-                    _emit_load(builder, elty, esize, s, d, count, True)
-                with otherwise:
-                    for j in range(count):
-                        sj, dj = builder.gep(s, [_c64(j)]), builder.gep(d, [_c64(j)])
-                        inside = builder.icmp_signed(">", avail_v, _c64(j))
-                        with builder.if_else(inside) as (t2, o2):
-                            with t2:
-                                _emit_load(builder, elty, esize, sj, dj, 1, True)
-                            with o2:
-                                builder.store(ir.Constant(elty, None), dj)
+            g, a = _operands(context, builder, sig, args)
+            kind = _kind(sig.args[0])
+            av = context.cast(builder, args[5], sig.args[5], types.int64)
+
+            def one(j):
+                _emit_load(builder, kind, builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)]), 1)
+
+            def none(j):
+                builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(a, [_c64(j)]))
+
+            _guarded(builder, count, av, lambda: _emit_load(builder, kind, g, a, count), one, none)
             return context.get_dummy_value()
 
         return types.void(src, idx, dst, off, n, avail), codegen
 
-    @intrinsic
-    def _vstore(typingctx, dst, idx, src, off, n):
-        """dst[idx:idx+n] = src[off:off+n] with one aligned vector access per 16 bytes."""
-        if not _check(dst, src, n):
-            return None
+    def _store_intrinsics(hw: bool):
+        @intrinsic
+        def _st(typingctx, dst, idx, src, off, n):
+            """dst[idx:idx+n] = storage(src[off:off+n]): one aligned vector store per 16 B."""
+            if not _check(dst, src, n):
+                return None
 
-        def codegen(context, builder, sig, args):
-            elty, esize = _elem(context, sig.args[0])
-            d = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
-            s = _local_data(context, builder, sig.args[2], args[2], args[3], sig.args[3])
-            _emit_store(builder, elty, esize, d, s, n.literal_value)
-            return context.get_dummy_value()
+            def codegen(context, builder, sig, args):
+                g, a = _operands(context, builder, sig, args)
+                _emit_store(builder, _kind(sig.args[0]), g, a, n.literal_value, hw)
+                return context.get_dummy_value()
 
-        return types.void(dst, idx, src, off, n), codegen
+            return types.void(dst, idx, src, off, n), codegen
 
-    @intrinsic
-    def _vstore_g(typingctx, dst, idx, src, off, n, avail):
-        """Bounds-checked :func:`_vstore`: only elements ``j < avail`` are written."""
-        if not _check(dst, src, n):
-            return None
-        count = n.literal_value
+        @intrinsic
+        def _st_g(typingctx, dst, idx, src, off, n, avail):
+            """Bounds-checked :func:`_st`: only elements ``j < avail`` are written."""
+            if not _check(dst, src, n):
+                return None
+            count = n.literal_value
 
-        def codegen(context, builder, sig, args):
-            elty, esize = _elem(context, sig.args[0])
-            d = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
-            s = _local_data(context, builder, sig.args[2], args[2], args[3], sig.args[3])
-            avail_v = context.cast(builder, args[5], sig.args[5], types.int64)
-            full = builder.icmp_signed(">=", avail_v, _c64(count))
-            with builder.if_else(full, likely=True) as (then, otherwise):
-                with then:
-                    _emit_store(builder, elty, esize, d, s, count)
-                with otherwise:
-                    for j in range(count):
-                        inside = builder.icmp_signed(">", avail_v, _c64(j))
-                        with builder.if_then(inside):
-                            dj, sj = builder.gep(d, [_c64(j)]), builder.gep(s, [_c64(j)])
-                            _emit_store(builder, elty, esize, dj, sj, 1)
-            return context.get_dummy_value()
+            def codegen(context, builder, sig, args):
+                g, a = _operands(context, builder, sig, args)
+                kind = _kind(sig.args[0])
+                av = context.cast(builder, args[5], sig.args[5], types.int64)
 
-        return types.void(dst, idx, src, off, n, avail), codegen
+                def one(j):
+                    gj, aj = builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)])
+                    _emit_store(builder, kind, gj, aj, 1, hw)
 
-    @intrinsic
-    def _bits_f32(typingctx, u):
-        """Reinterpret the low 32 bits of an integer as float32."""
+                _guarded(
+                    builder, count, av, lambda: _emit_store(builder, kind, g, a, count, hw), one
+                )
+                return context.get_dummy_value()
 
-        def codegen(context, builder, sig, args):
-            v = context.cast(builder, args[0], sig.args[0], types.uint32)
-            return builder.bitcast(v, ir.FloatType())
+            return types.void(dst, idx, src, off, n, avail), codegen
 
-        return types.float32(u), codegen
+        return _st, _st_g
 
-    @intrinsic
-    def _f32_bits(typingctx, f):
-        """The bits of a float32 as uint32."""
-
-        def codegen(context, builder, sig, args):
-            v = context.cast(builder, args[0], sig.args[0], types.float32)
-            return builder.bitcast(v, ir.IntType(32))
-
-        return types.uint32(f), codegen
+    _STORES = {True: _store_intrinsics(True), False: _store_intrinsics(False)}
 
     @intrinsic
     def _atomic_add_i32(typingctx, ptr, idx, val):
@@ -311,43 +374,8 @@ else:
 
 
 # ---------------------------------------------------------------------------------------------
-# Scalar helpers (module level: compiled once per signature, shared by all kernels).
+# Scalar helpers (module level: compiled once per signature, shared by all kernels)
 # ---------------------------------------------------------------------------------------------
-
-
-@_device
-def _bf16_to_f32(u):
-    # bf16 is the upper half of a float32
-    return _bits_f32(types.uint32(u) << _U16)
-
-
-@_device
-def _f32_to_bf16(f):
-    # round to nearest even; NaN stays a (quiet) NaN instead of rounding to infinity
-    u = _f32_bits(f)
-    if (u & _ABS_MASK) > _F32_INF_BITS:
-        return types.uint16((u >> _U16) | _QUIET_BIT)
-    return types.uint16((u + _ROUND_BIAS + ((u >> _U16) & _U1)) >> _U16)
-
-
-@_device
-def _f16_to_f32(h):
-    return types.float32(h)
-
-
-@_device
-def _f32_to_f16(f):
-    return types.float16(f)
-
-
-@_device
-def _f32_to_f32(f):
-    return types.float32(f)
-
-
-_TO_F32 = {"fp32": _f32_to_f32, "fp16": _f16_to_f32, "bf16": _bf16_to_f32}
-_FROM_F32 = {"fp32": _f32_to_f32, "fp16": _f32_to_f16, "bf16": _f32_to_bf16}
-
 
 if _SIM:
 
@@ -357,7 +385,7 @@ if _SIM:
         red[tid] = v
         cuda.syncthreads()
         base = tid - lane
-        s = F32(0.0)
+        s = _ZERO
         for i in range(32):
             s += red[base + i]
         cuda.syncthreads()
@@ -367,7 +395,7 @@ else:
 
     @_device
     def _warp_sum(v, red, tid, lane):
-        # xor butterfly: every lane adds the same pairs (a + b == b + a), so all lanes end with
+        # xor butterfly: each lane adds the same pairs (a + b == b + a), so all lanes end with
         # bitwise the same sum.
         v += cuda.shfl_xor_sync(0xFFFFFFFF, v, 16)
         v += cuda.shfl_xor_sync(0xFFFFFFFF, v, 8)
@@ -379,7 +407,7 @@ else:
 
 @_device
 def _chan(na, ma, m2a, nb, mb, m2b):
-    """Combine (count, mean, M2) of two disjoint sets (Chan et al.); empty sets are skipped."""
+    """Combine (count, mean, M2) of two disjoint sets (Chan et al.); an empty b is skipped."""
     if nb == _ZERO:
         return na, ma, m2a
     n = na + nb
@@ -401,7 +429,7 @@ def _warp_count(cols, cta, warp_n, cpr, warps_n, ne, ldgs):
 
 @_device
 def _cta_count(cols, cta, cpr, chunk, ldgs):
-    """Columns (< cols) that CTA ``cta`` covers: chunk ``it * cpr + cta`` of ``chunk`` columns."""
+    """Columns (< cols) CTA ``cta`` covers: chunks ``it * cpr + cta`` of ``chunk`` columns."""
     full = cols // chunk
     n = 0
     if full > cta:
@@ -414,16 +442,37 @@ def _cta_count(cols, cta, cpr, chunk, ldgs):
 
 @_device
 def _cta_barrier(barrier, group, target):
-    """Inter-CTA barrier of one row group: arrive, wait for ``target`` arrivals."""
-    cuda.syncthreads()
+    """Inter-CTA barrier of one row group: arrive, then wait for ``target`` arrivals."""
+    cuda.syncthreads()  # this CTA's stats writes are done
     if cuda.threadIdx.x == 0:
-        cuda.threadfence()
+        cuda.threadfence()  # ... and visible device-wide before the arrival
         _atomic_add_i32(barrier, group, 1)
-        # an atomic read is never hoisted out of the loop or served from a stale cache line
+        # an atomic read is never hoisted out of the loop nor served from a stale L1 line
         while _atomic_add_i32(barrier, group, 0) < target:
             pass
         cuda.threadfence()
     cuda.syncthreads()
+
+
+# Cooperative launch. numba-cuda launches a kernel cooperatively exactly when its code uses a
+# grid group (``cuda.cg.this_grid()``): the flag is set while the call is lowered, so a grid
+# sync in a branch that never runs is enough. ``rows >= 1`` always (the planner rejects empty
+# problems), so no CTA executes it, and the kernel pays nothing at run time; the workspace
+# barrier above only needs the co-residency that a cooperative launch guarantees (the driver
+# refuses a cooperative grid that cannot be resident at once). A grid sync that did run would
+# be a hazard: every CTA would have to reach it equally often. Only multi-CTA kernels call this;
+# kernels for ``ctas_per_row == 1`` are compiled without it and launched normally.
+if _SIM:
+
+    def _require_cooperative_launch(rows):
+        pass
+
+else:
+
+    @_device
+    def _require_cooperative_launch(rows):
+        if rows < 0:
+            cuda.cg.this_grid().sync()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,25 +480,17 @@ def _cta_barrier(barrier, group, target):
 # ---------------------------------------------------------------------------------------------
 
 
-def _shape(spec: NormSpec):
+def _forward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     cfg = spec.config
-    return cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs, spec.general
-
-
-def _make_forward(spec: NormSpec, multi: bool):
-    cfg = spec.config
-    WM, WN, NE, LDGS, GENERAL = _shape(spec)
-    RMS = cfg.is_rms
-    MULTI = multi
-    NV = NE * LDGS
-    LANES = WN * 32
-    TI, TW, TO = STORAGE_TYPES[cfg.input], STORAGE_TYPES[cfg.weight], STORAGE_TYPES[cfg.output]
-    in_f32, w_f32, out_cvt = _TO_F32[cfg.input], _TO_F32[cfg.weight], _FROM_F32[cfg.output]
-    NW_TUNED = np.float32(32 * NV)  # elements of one warp in a tuned kernel
-    NC_TUNED = np.float32(LANES * NV)  # elements of one CTA in a tuned kernel
-    SM = max(1, 2 * WM * WN * 2)  # [trip parity][warp_m][warp_n][2]
+    WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
+    GENERAL, RMS, MULTI = spec.general, cfg.is_rms, multi
+    NV = NE * LDGS  # elements of one row a thread keeps in registers
+    CHUNK = WN * 32 * NE  # columns of one CTA per vector step
+    NW_TUNED = np.float32(32 * NV)  # elements of one warp (tuned kernels)
+    NC_TUNED = np.float32(WN * 32 * NV)  # elements of one CTA (tuned kernels)
+    SM = 2 * WM * WN * 2  # [trip parity][warp_m][warp_n][2]: no barrier needed before reuse
     RED = WM * WN * 32 if _SIM else 1
-    CHUNK = LANES * NE  # columns of one CTA per vector step
+    _st, _st_g = _STORES[hw_cvt]
 
     def norm_fwd(
         x, gamma, beta, y, mu, rsigma, rows, cols, x_stride, y_stride, eps, zero_centered,
@@ -475,9 +516,6 @@ def _make_forward(spec: NormSpec, multi: bool):
         xs = cuda.local.array(NV, F32)
         gs = cuda.local.array(NV, F32)
         bs = cuda.local.array(NV, F32)
-        xt = cuda.local.array(NE, TI)
-        wt = cuda.local.array(NE, TW)
-        yt = cuda.local.array(NE, TO)
         fcols = F32(cols)
 
         # gamma (+1 when zero-centred) and beta: once per CTA
@@ -485,21 +523,27 @@ def _make_forward(spec: NormSpec, multi: bool):
         for it in range(LDGS):
             c = col0 + it * step
             if GENERAL:
-                _vload_g(gamma, c, wt, 0, NE, cols - c)
+                _ld_g(gamma, c, gs, it * NE, NE, cols - c)
             else:
-                _vload(gamma, c, wt, 0, NE)
+                _ld(gamma, c, gs, it * NE, NE)
             for k in range(NE):
-                gs[it * NE + k] = w_f32(wt[k]) + gadd
-            if not RMS:
+                gs[it * NE + k] += gadd
+        if not RMS:
+            for it in range(LDGS):
+                c = col0 + it * step
                 if GENERAL:
-                    _vload_g(beta, c, wt, 0, NE, cols - c)
+                    _ld_g(beta, c, bs, it * NE, NE, cols - c)
                 else:
-                    _vload(beta, c, wt, 0, NE)
-                for k in range(NE):
-                    bs[it * NE + k] = w_f32(wt[k])
+                    _ld(beta, c, bs, it * NE, NE)
 
-        # element counts for the mean / M2 combination
-        if GENERAL:
+        # element counts of the warps of a row (for the means and Chan's weights)
+        wc = cuda.local.array(WN, F32)
+        for w in range(WN):
+            if GENERAL:
+                wc[w] = _warp_count(cols, cta_n, w, cpr, WN, NE, LDGS)
+            else:
+                wc[w] = NW_TUNED
+        if GENERAL:  # not wc[warp_n]: a run-time index would put wc in local memory
             nw = _warp_count(cols, cta_n, warp_n, cpr, WN, NE, LDGS)
         else:
             nw = NW_TUNED
@@ -507,81 +551,70 @@ def _make_forward(spec: NormSpec, multi: bool):
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
         for t in range(trips):
             row = (t * ngroups + group) * WM + warp_m
-            valid = row < rows
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(row, rows - 1)
             xoff = lrow * x_stride
             par = t & 1
-            s = _ZERO
             for it in range(LDGS):
                 c = col0 + it * step
                 if GENERAL:
-                    _vload_g(x, xoff + c, xt, 0, NE, cols - c)
+                    _ld_g(x, xoff + c, xs, it * NE, NE, cols - c)
                 else:
-                    _vload(x, xoff + c, xt, 0, NE)
-                for k in range(NE):
-                    v = in_f32(xt[k])
-                    xs[it * NE + k] = v
-                    if RMS:
-                        s += v * v
-                    else:
-                        s += v
-
+                    _ld(x, xoff + c, xs, it * NE, NE)
+            s = _ZERO
+            for j in range(NV):
+                if RMS:
+                    s += xs[j] * xs[j]
+                else:
+                    s += xs[j]
             s = _warp_sum(s, red, tid, lane)
+            sl = ((par * WM + warp_m) * WN + warp_n) * 2  # this warp's shared slot
+            sw = (par * WM + warp_m) * WN * 2  # slot of warp 0 of this row
             if RMS:
-                # sum of squares: warps of the row, then CTAs of the row, in index order
+                # sum of squares over the warps of the row, then the CTAs, in index order
                 if WN > 1:
                     if lane == 0:
-                        sm[((par * WM + warp_m) * WN + warp_n) * 2] = s
+                        sm[sl] = s
                     cuda.syncthreads()
                     s = _ZERO
                     for w in range(WN):
-                        s += sm[((par * WM + warp_m) * WN + w) * 2]
+                        s += sm[sw + w * 2]
                 if MULTI:
-                    sbase = ((par * ngroups + group) * WM + warp_m) * cpr
+                    sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
                     if warp_n == 0 and lane == 0:
-                        stats[(sbase + cta_n) * 2] = s
+                        stats[sb + cta_n * 2] = s
                     _cta_barrier(barrier, group, (t + 1) * cpr)
                     s = _ZERO
                     for cc in range(cpr):
-                        s += stats[(sbase + cc) * 2]
+                        s += stats[sb + cc * 2]
                 mean = _ZERO
                 rs = _ONE / F32(math.sqrt(s / fcols + eps))
             else:
-                # two-step statistics inside the warp, Chan's combination across warps/CTAs
+                # mean and M2 of the warp in two steps, Chan's combination across warps / CTAs
                 m = s / max(nw, _ONE)
                 d = _ZERO
                 for it in range(LDGS):
-                    c = col0 + it * step
                     for k in range(NE):
                         dv = xs[it * NE + k] - m
                         if GENERAL:
-                            if c + k < cols:
-                                d += dv * dv
-                        else:
-                            d += dv * dv
+                            dv = dv if col0 + it * step + k < cols else _ZERO
+                        d += dv * dv
                 d = _warp_sum(d, red, tid, lane)
-                n = nw
                 if WN > 1:
                     if lane == 0:
-                        sm[((par * WM + warp_m) * WN + warp_n) * 2] = m
-                        sm[((par * WM + warp_m) * WN + warp_n) * 2 + 1] = d
+                        sm[sl] = m
+                        sm[sl + 1] = d
                     cuda.syncthreads()
                     n = _ZERO
                     m = _ZERO
                     d = _ZERO
                     for w in range(WN):
-                        if GENERAL:
-                            nb = _warp_count(cols, cta_n, w, cpr, WN, NE, LDGS)
-                        else:
-                            nb = NW_TUNED
-                        i = ((par * WM + warp_m) * WN + w) * 2
-                        n, m, d = _chan(n, m, d, nb, sm[i], sm[i + 1])
+                        n, m, d = _chan(n, m, d, wc[w], sm[sw + w * 2], sm[sw + w * 2 + 1])
                 if MULTI:
-                    sbase = ((par * ngroups + group) * WM + warp_m) * cpr
+                    sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
                     if warp_n == 0 and lane == 0:
-                        stats[(sbase + cta_n) * 2] = m
-                        stats[(sbase + cta_n) * 2 + 1] = d
+                        stats[sb + cta_n * 2] = m
+                        stats[sb + cta_n * 2 + 1] = d
                     _cta_barrier(barrier, group, (t + 1) * cpr)
                     n = _ZERO
                     m = _ZERO
@@ -591,60 +624,44 @@ def _make_forward(spec: NormSpec, multi: bool):
                             nb = _cta_count(cols, cc, cpr, CHUNK, LDGS)
                         else:
                             nb = NC_TUNED
-                        n, m, d = _chan(n, m, d, nb, stats[(sbase + cc) * 2],
-                                        stats[(sbase + cc) * 2 + 1])  # fmt: skip
+                        n, m, d = _chan(n, m, d, nb, stats[sb + cc * 2], stats[sb + cc * 2 + 1])
                 mean = m
                 rs = _ONE / F32(math.sqrt(d / fcols + eps))
 
-            if valid:
+            if row < rows:
                 if cta_n == 0 and warp_n == 0 and lane == 0:
                     if not RMS:
                         mu[row] = mean
                     rsigma[row] = rs
+                for j in range(NV):  # y overwrites x in registers
+                    if RMS:
+                        xs[j] = xs[j] * rs * gs[j]
+                    else:
+                        xs[j] = (xs[j] - mean) * rs * gs[j] + bs[j]
                 yoff = row * y_stride
                 for it in range(LDGS):
                     c = col0 + it * step
-                    for k in range(NE):
-                        j = it * NE + k
-                        if RMS:
-                            yt[k] = out_cvt(xs[j] * rs * gs[j])
-                        else:
-                            yt[k] = out_cvt((xs[j] - mean) * rs * gs[j] + bs[j])
                     if GENERAL:
-                        _vstore_g(y, yoff + c, yt, 0, NE, cols - c)
+                        _st_g(y, yoff + c, xs, it * NE, NE, cols - c)
                     else:
-                        _vstore(y, yoff + c, yt, 0, NE)
+                        _st(y, yoff + c, xs, it * NE, NE)
 
         if MULTI:
             _require_cooperative_launch(rows)
 
-    sig = None
-    if not _SIM:
-        P = types.CPointer
-        sig = types.void(
-            P(TI), P(TW), P(TW), P(TO), P(F32), P(F32), I32, I32, types.int64, types.int64,
-            F32, I32, P(F32), P(types.int32),
-        )  # fmt: skip
-    return norm_fwd, sig
+    return norm_fwd
 
 
-def _make_backward(spec: NormSpec, multi: bool):
+def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     cfg = spec.config
-    WM, WN, NE, LDGS, GENERAL = _shape(spec)
-    RMS = cfg.is_rms
-    ADD = cfg.fused_add
-    MULTI = multi
+    WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
+    GENERAL, RMS, ADD, MULTI = spec.general, cfg.is_rms, cfg.fused_add, multi
     NV = NE * LDGS
-    LANES = WN * 32
-    TI, TW, TO = STORAGE_TYPES[cfg.input], STORAGE_TYPES[cfg.weight], STORAGE_TYPES[cfg.output]
-    in_f32, w_f32, dy_f32 = _TO_F32[cfg.input], _TO_F32[cfg.weight], _TO_F32[cfg.output]
-    dx_cvt = _FROM_F32[cfg.input]
-    SM = max(1, 2 * WM * WN * 2)
+    CHUNK = WN * 32 * NE
+    SM = 2 * WM * WN * 2
     RED = WM * WN * 32 if _SIM else 1
-    CHUNK = LANES * NE
+    _st, _st_g = _STORES[hw_cvt]
 
-    # partial rows are written as fp32 vectors; in the general kernel only when the row pitch
-    # (cols) keeps them aligned
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
         x_stride, dx_stride, add_stride, zero_centered, stats, barrier,
@@ -671,58 +688,46 @@ def _make_backward(spec: NormSpec, multi: bool):
         gs = cuda.local.array(NV, F32)
         dga = cuda.local.array(NV, F32)
         dba = cuda.local.array(NV, F32)
-        xt = cuda.local.array(NE, TI)
-        dyt = cuda.local.array(NE, TO)
-        wt = cuda.local.array(NE, TW)
-        pt = cuda.local.array(NE, F32)
+        at = cuda.local.array(NE, F32)
         rn = _ONE / F32(cols)
 
         gadd = _ONE if zero_centered != 0 else _ZERO
         for it in range(LDGS):
             c = col0 + it * step
             if GENERAL:
-                _vload_g(gamma, c, wt, 0, NE, cols - c)
+                _ld_g(gamma, c, gs, it * NE, NE, cols - c)
             else:
-                _vload(gamma, c, wt, 0, NE)
-            for k in range(NE):
-                gs[it * NE + k] = w_f32(wt[k]) + gadd
-                dga[it * NE + k] = _ZERO
-                dba[it * NE + k] = _ZERO
+                _ld(gamma, c, gs, it * NE, NE)
+        for j in range(NV):
+            gs[j] += gadd
+            dga[j] = _ZERO
+            dba[j] = _ZERO
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
         for t in range(trips):
             row = (t * ngroups + group) * WM + warp_m
-            valid = row < rows
             lrow = min(row, rows - 1)
             xoff = lrow * x_stride
             dyoff = lrow * dy_stride
             par = t & 1
-            r = rsigma[lrow]
-            if RMS:
-                m = _ZERO
-            else:
-                m = mu[lrow]
-            sdy = _ZERO
-            sdyy = _ZERO
             for it in range(LDGS):
                 c = col0 + it * step
                 if GENERAL:
-                    _vload_g(x, xoff + c, xt, 0, NE, cols - c)
-                    _vload_g(dy, dyoff + c, dyt, 0, NE, cols - c)
+                    _ld_g(x, xoff + c, xs, it * NE, NE, cols - c)
+                    _ld_g(dy, dyoff + c, dys, it * NE, NE, cols - c)
                 else:
-                    _vload(x, xoff + c, xt, 0, NE)
-                    _vload(dy, dyoff + c, dyt, 0, NE)
-                for k in range(NE):
-                    j = it * NE + k
-                    xv = in_f32(xt[k])
-                    dv = dy_f32(dyt[k])
-                    xs[j] = xv
-                    dys[j] = dv
-                    xh = (xv - m) * r
-                    dyg = dv * gs[j]
-                    sdy += dyg
-                    sdyy += dyg * xh
-            if valid:
+                    _ld(x, xoff + c, xs, it * NE, NE)
+                    _ld(dy, dyoff + c, dys, it * NE, NE)
+            r = rsigma[lrow]
+            m = _ZERO if RMS else mu[lrow]
+            sdy = _ZERO
+            sdyy = _ZERO
+            for j in range(NV):
+                xh = (xs[j] - m) * r
+                dyg = dys[j] * gs[j]
+                sdy += dyg
+                sdyy += dyg * xh
+            if row < rows:
                 for j in range(NV):
                     dga[j] += dys[j] * ((xs[j] - m) * r)
                     if not RMS:
@@ -732,181 +737,152 @@ def _make_backward(spec: NormSpec, multi: bool):
             if not RMS:
                 sdy = _warp_sum(sdy, red, tid, lane)
             if WN > 1:
+                sl = ((par * WM + warp_m) * WN + warp_n) * 2
+                sw = (par * WM + warp_m) * WN * 2
                 if lane == 0:
-                    sm[((par * WM + warp_m) * WN + warp_n) * 2] = sdyy
-                    sm[((par * WM + warp_m) * WN + warp_n) * 2 + 1] = sdy
+                    sm[sl] = sdyy
+                    sm[sl + 1] = sdy
                 cuda.syncthreads()
                 sdyy = _ZERO
                 sdy = _ZERO
                 for w in range(WN):
-                    sdyy += sm[((par * WM + warp_m) * WN + w) * 2]
-                    sdy += sm[((par * WM + warp_m) * WN + w) * 2 + 1]
+                    sdyy += sm[sw + w * 2]
+                    sdy += sm[sw + w * 2 + 1]
             if MULTI:
-                sbase = ((par * ngroups + group) * WM + warp_m) * cpr
+                sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
                 if warp_n == 0 and lane == 0:
-                    stats[(sbase + cta_n) * 2] = sdyy
-                    stats[(sbase + cta_n) * 2 + 1] = sdy
+                    stats[sb + cta_n * 2] = sdyy
+                    stats[sb + cta_n * 2 + 1] = sdy
                 _cta_barrier(barrier, group, (t + 1) * cpr)
                 sdyy = _ZERO
                 sdy = _ZERO
                 for cc in range(cpr):
-                    sdyy += stats[(sbase + cc) * 2]
-                    sdy += stats[(sbase + cc) * 2 + 1]
+                    sdyy += stats[sb + cc * 2]
+                    sdy += stats[sb + cc * 2 + 1]
             mdyy = sdyy * rn
             mdy = sdy * rn
 
-            if valid:
+            if row < rows:
                 dxoff = row * dx_stride
                 addoff = row * add_stride
                 for it in range(LDGS):
                     c = col0 + it * step
                     if ADD:
                         if GENERAL:
-                            _vload_g(add, addoff + c, xt, 0, NE, cols - c)
+                            _ld_g(add, addoff + c, at, 0, NE, cols - c)
                         else:
-                            _vload(add, addoff + c, xt, 0, NE)
-                    for k in range(NE):
+                            _ld(add, addoff + c, at, 0, NE)
+                    for k in range(NE):  # dx overwrites x in registers
                         j = it * NE + k
                         xh = (xs[j] - m) * r
                         dyg = dys[j] * gs[j]
                         if RMS:
-                            dxv = r * (dyg - mdyy * xh)
+                            v = r * (dyg - mdyy * xh)
                         else:
-                            dxv = r * (dyg - (mdyy * xh + mdy))
+                            v = r * (dyg - (mdyy * xh + mdy))
                         if ADD:
-                            dxv += in_f32(xt[k])
-                        xt[k] = dx_cvt(dxv)
+                            v += at[k]
+                        xs[j] = v
                     if GENERAL:
-                        _vstore_g(dx, dxoff + c, xt, 0, NE, cols - c)
+                        _st_g(dx, dxoff + c, xs, it * NE, NE, cols - c)
                     else:
-                        _vstore(dx, dxoff + c, xt, 0, NE)
+                        _st(dx, dxoff + c, xs, it * NE, NE)
 
-        # per-warp-row partial dgamma / dbeta (summed in order by the finalize kernel)
+        # this warp row's partial dgamma / dbeta (the finalize kernel sums the rows in order)
         poff = (group * WM + warp_m) * cols
-        aligned = (not GENERAL) or cols % NE == 0
         for it in range(LDGS):
             c = col0 + it * step
-            for k in range(NE):
-                pt[k] = dga[it * NE + k]
             if GENERAL:
-                if aligned:
-                    _vstore_g(dgamma_part, poff + c, pt, 0, NE, cols - c)
+                # fp32 vectors of the partial rows are aligned only when cols is a multiple of NE
+                if cols % NE == 0:
+                    _st_g(dgamma_part, poff + c, dga, it * NE, NE, cols - c)
+                    if not RMS:
+                        _st_g(dbeta_part, poff + c, dba, it * NE, NE, cols - c)
                 else:
                     for k in range(NE):
-                        _vstore_g(dgamma_part, poff + c + k, pt, k, 1, cols - c - k)
+                        _st_g(dgamma_part, poff + c + k, dga, it * NE + k, 1, cols - c - k)
+                        if not RMS:
+                            _st_g(dbeta_part, poff + c + k, dba, it * NE + k, 1, cols - c - k)
             else:
-                _vstore(dgamma_part, poff + c, pt, 0, NE)
-            if not RMS:
-                for k in range(NE):
-                    pt[k] = dba[it * NE + k]
-                if GENERAL:
-                    if aligned:
-                        _vstore_g(dbeta_part, poff + c, pt, 0, NE, cols - c)
-                    else:
-                        for k in range(NE):
-                            _vstore_g(dbeta_part, poff + c + k, pt, k, 1, cols - c - k)
-                else:
-                    _vstore(dbeta_part, poff + c, pt, 0, NE)
+                _st(dgamma_part, poff + c, dga, it * NE, NE)
+                if not RMS:
+                    _st(dbeta_part, poff + c, dba, it * NE, NE)
 
         if MULTI:
             _require_cooperative_launch(rows)
 
-    sig = None
-    if not _SIM:
-        P = types.CPointer
-        sig = types.void(
-            P(TO), P(TI), P(F32), P(F32), P(TW), P(TI), P(TI), P(F32), P(F32), I32, I32,
-            types.int64, types.int64, types.int64, types.int64, I32, P(F32), P(types.int32),
-        )  # fmt: skip
-    return norm_bwd, sig
+    return norm_bwd
 
 
-def _make_finalize(weight: str, has_beta: bool):
-    TW = STORAGE_TYPES[weight]
-    w_cvt = _FROM_F32[weight]
+def _finalize_kernel(has_beta: bool, hw_cvt: bool):
     HAS_BETA = has_beta
+    _st = _STORES[hw_cvt][0]
 
     def norm_bwd_finalize(dgamma_part, dbeta_part, dgamma, dbeta, partial_rows, cols):
         c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        acc = cuda.local.array(2, F32)
         if c < cols:
-            # one thread per column, rows summed strictly in order (bitwise reproducible)
+            # one thread per column, the partial rows summed strictly in order
             sg = _ZERO
             sb = _ZERO
             for p in range(partial_rows):
                 sg += dgamma_part[p * cols + c]
                 if HAS_BETA:
                     sb += dbeta_part[p * cols + c]
-            dgamma[c] = w_cvt(sg)
+            acc[0] = sg
+            acc[1] = sb
+            _st(dgamma, c, acc, 0, 1)
             if HAS_BETA:
-                dbeta[c] = w_cvt(sb)
+                _st(dbeta, c, acc, 1, 1)
 
-    sig = None
-    if not _SIM:
-        P = types.CPointer
-        sig = types.void(P(F32), P(F32), P(TW), P(TW), I32, I32)
-    return norm_bwd_finalize, sig
+    return norm_bwd_finalize
 
 
-# Cooperative launch. numba-cuda launches a kernel cooperatively exactly when its code library
-# uses a grid group (``cuda.cg.this_grid()``); the flag is set while the call is lowered, so a
-# grid sync in a branch that never runs is enough. ``rows >= 1`` always (the planner rejects
-# empty problems), so no CTA ever executes the sync: the kernel keeps its own workspace barrier
-# (which only needs co-residency, guaranteed by the cooperative launch) and pays nothing at run
-# time. A grid sync that did run would be a hazard: a grid barrier must be reached by every CTA
-# the same number of times. Only multi-CTA kernels call this; ``ctas_per_row == 1`` kernels are
-# compiled without it and launched normally.
-if _SIM:
+def _forward_signature(cfg) -> Any:
+    ti, tw, to = (STORAGE_TYPES[d] for d in (cfg.input, cfg.weight, cfg.output))
+    p = types.CPointer
+    return types.void(
+        p(ti), p(tw), p(tw), p(to), p(F32), p(F32), I32, I32, I64, I64, F32, I32, p(F32), p(I32)
+    )
 
-    def _require_cooperative_launch(rows):
-        pass
 
-else:
+def _backward_signature(cfg) -> Any:
+    ti, tw, to = (STORAGE_TYPES[d] for d in (cfg.input, cfg.weight, cfg.output))
+    p = types.CPointer
+    return types.void(
+        p(to), p(ti), p(F32), p(F32), p(tw), p(ti), p(ti), p(F32), p(F32), I32, I32,
+        I64, I64, I64, I64, I32, p(F32), p(I32),
+    )  # fmt: skip
 
-    @_device
-    def _require_cooperative_launch(rows):
-        if rows < 0:
-            cuda.cg.this_grid().sync()
+
+def _finalize_signature(weight: str) -> Any:
+    p = types.CPointer
+    return types.void(p(F32), p(F32), p(STORAGE_TYPES[weight]), p(STORAGE_TYPES[weight]), I32, I32)
 
 
 # ---------------------------------------------------------------------------------------------
-# Compilation cache
+# Compilation
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
 class _Compiled:
-    """One compiled kernel: the Numba dispatcher and (GPU) its compiled kernel object."""
+    """A compiled kernel: Numba dispatcher, kernel object (GPU) and its launch mode."""
 
-    dispatcher: Any
-    kernel: Any  # numba-cuda _Kernel (GPU) or the simulator's kernel
-    cooperative: bool
+    __slots__ = ("dispatcher", "kernel", "cooperative")
+
+    def __init__(self, dispatcher: Any, kernel: Any, cooperative: bool) -> None:
+        self.dispatcher = dispatcher
+        self.kernel = kernel  # numba-cuda _Kernel (GPU) or the simulator's kernel
+        self.cooperative = cooperative
 
 
 _LOCK = threading.RLock()
 _CACHE: dict[tuple, _Compiled] = {}
-
-
-def _build(key: tuple, factory) -> _Compiled:
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            return hit
-        pyfunc, sig = factory()
-        if _SIM:
-            disp = cuda.jit(pyfunc)
-            compiled = _Compiled(disp, disp, False)
-        else:
-            # eager compilation with the explicit signature: the cost is paid once, here
-            disp = cuda.jit(sig, lineinfo=False)(pyfunc)
-            kernel = disp.overloads[sig.args]
-            kernel.bind()  # load the module now (link + occupancy queries need it)
-            compiled = _Compiled(disp, kernel, bool(kernel.cooperative))
-        _CACHE[key] = compiled
-        return compiled
+_PTX_CACHE: dict[tuple, str] = {}  # finalize PTX only: shared by many backward specs
 
 
 def _cc_of(arch: str) -> tuple[int, int]:
-    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("a")
+    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
     if not digits.isdigit() or len(digits) < 2:
         raise ValueError(f"arch must look like 'sm_90', got {arch!r}")
     return int(digits[:-1]), int(digits[-1])
@@ -919,14 +895,18 @@ def _gpu_present() -> bool:
         return False
 
 
+def _device_cc() -> tuple[int, int]:
+    return tuple(cuda.get_current_device().compute_capability)
+
+
 @contextlib.contextmanager
 def _assume_device(cc: tuple[int, int]):
     """Let numba-cuda compile device functions without a GPU.
 
-    ``compile_ptx`` takes the target from its ``cc`` argument, but every device function it
-    meets on the way (our helpers, and the ``@overload`` implementations behind builtins such as
-    ``bool``) is compiled by ``CUDADispatcher.compile_device``, which asks the current device for
-    its compute capability. Without a GPU we answer with the requested one.
+    ``compile_ptx`` takes its target from ``cc``, but each device function it meets (our
+    helpers, and the ``@overload`` implementations behind builtins such as ``bool``) goes
+    through ``CUDADispatcher.compile_device``, which asks the current device for its compute
+    capability. Without a GPU we answer with the requested one.
     """
     from numba.cuda import dispatcher as _dispatcher
 
@@ -938,18 +918,82 @@ def _assume_device(cc: tuple[int, int]):
         _dispatcher.get_current_device = real
 
 
-def _compile(key: tuple, factory, arch: str | None):
-    if arch is not None and not _SIM and not _gpu_present():
+def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | str:
+    """Compile (cached) ``make(hw_cvt)`` for the current device, or to PTX for ``arch``."""
+    if _SIM:
+        hit = _CACHE.get(key)
+        if hit is None:
+            disp = cuda.jit(make(False))
+            hit = _CACHE[key] = _Compiled(disp, disp, False)
+        return hit
+    if arch is not None and not _gpu_present():
         cc = _cc_of(arch)
-        pyfunc, sig = factory()
-        with _LOCK, _assume_device(cc):
-            ptx, _ = cuda.compile_ptx(pyfunc, sig, cc=cc)
+        ptx = _PTX_CACHE.get((key, cc))
+        if ptx is None:
+            with _LOCK, _assume_device(cc):
+                ptx, _ = cuda.compile_ptx(make(cc >= _HW_CVT_CC), signature, cc=cc)
+            if key[0] == "fin":
+                _PTX_CACHE[(key, cc)] = ptx
         return ptx
-    return _build(key, factory)
+    cc = _device_cc()
+    full_key = key + (cc,)
+    hit = _CACHE.get(full_key)
+    if hit is not None:
+        return hit
+    with _LOCK:
+        hit = _CACHE.get(full_key)
+        if hit is None:
+            # eager compilation with the explicit signature: the whole cost is paid here, once
+            disp = cuda.jit(signature)(make(cc >= _HW_CVT_CC))
+            kernel = disp.overloads[signature.args]
+            kernel.bind()  # load the module now: link errors surface here, occupancy needs it
+            hit = _CACHE[full_key] = _Compiled(disp, kernel, bool(kernel.cooperative))
+    return hit
 
 
 def _multi(spec: NormSpec) -> bool:
     return spec.ctas_per_row > 1
+
+
+def _forward(spec: NormSpec, arch: str | None = None) -> _Compiled | str:
+    multi = _multi(spec)
+    return _kernel_for(
+        ("fwd", spec.kernel_key, multi),
+        lambda hw: _forward_kernel(spec, multi, hw),
+        None if _SIM else _forward_signature(spec.config),
+        arch,
+    )
+
+
+def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
+    multi = _multi(spec)
+    cfg = spec.config
+    has_beta = not cfg.is_rms
+    main = _kernel_for(
+        ("bwd", spec.kernel_key, multi),
+        lambda hw: _backward_kernel(spec, multi, hw),
+        None if _SIM else _backward_signature(cfg),
+        arch,
+    )
+    fin = _kernel_for(
+        ("fin", cfg.weight, has_beta),
+        lambda hw: _finalize_kernel(has_beta, hw),
+        None if _SIM else _finalize_signature(cfg.weight),
+        arch,
+    )
+    return main, fin
+
+
+def _check_op(spec: NormSpec, backward: bool) -> None:
+    cfg = spec.config
+    if cfg.is_backward != backward:
+        raise ValueError(f"{spec.op} is not a {'backward' if backward else 'forward'} op")
+    for dt in (cfg.input, cfg.weight, cfg.output):
+        if dt not in STORAGE_TYPES:
+            raise NotImplementedError(
+                f"Numba norm kernels: dtype {dt!r} is not supported yet (FP8 outputs are "
+                "future work)"
+            )
 
 
 def compile_forward(spec: NormSpec, arch: str | None = None) -> Any:
@@ -958,32 +1002,28 @@ def compile_forward(spec: NormSpec, arch: str | None = None) -> Any:
     Parameters
     ----------
     spec : NormSpec
-        What to compile (``layernorm_fwd`` or ``rmsnorm_fwd``).
+        A ``layernorm_fwd`` or ``rmsnorm_fwd`` spec.
     arch : str, optional
-        ``"sm_90"`` etc. Without a GPU this only compiles to PTX and returns the PTX text.
+        ``"sm_90"`` etc. Without a GPU this only compiles and returns the PTX text.
 
     Returns
     -------
     object
-        The cached compiled kernel, or the PTX string (``arch`` given, no GPU).
+        The compiled kernel (cached per ``spec.kernel_key``, multi-CTA or not, and device
+        compute capability), or the PTX string.
     """
-    multi = _multi(spec)
-    key = ("fwd", spec.kernel_key, multi)
-    return _compile(key, lambda: _make_forward(spec, multi), arch)
+    _check_op(spec, False)
+    return _forward(spec, arch)
 
 
 def compile_backward(spec: NormSpec, arch: str | None = None) -> Any:
-    """Build (cached) the backward kernel of ``spec`` and its finalize kernel.
+    """Build (cached) the backward kernel of ``spec`` and its dgamma/dbeta finalize kernel.
 
     Returns the compiled backward kernel, or (``arch`` given, no GPU) the PTX of the backward
     kernel followed by the finalize kernel's PTX.
     """
-    multi = _multi(spec)
-    key = ("bwd", spec.kernel_key, multi)
-    cfg = spec.config
-    fin_key = ("fin", cfg.weight, not cfg.is_rms)
-    main = _compile(key, lambda: _make_backward(spec, multi), arch)
-    fin = _compile(fin_key, lambda: _make_finalize(cfg.weight, not cfg.is_rms), arch)
+    _check_op(spec, True)
+    main, fin = _backward(spec, arch)
     if isinstance(main, str):
         return main + "\n" + fin
     return main
@@ -991,19 +1031,21 @@ def compile_backward(spec: NormSpec, arch: str | None = None) -> Any:
 
 def _occupancy(compiled: _Compiled, threads: int) -> int:
     if _SIM:
-        return 2
+        return 2  # blocks run one after another; a small fixed grid keeps tests quick
     cufunc = compiled.kernel.library.get_cufunc()
     return int(cuda.current_context().get_active_blocks_per_multiprocessor(cufunc, threads, 0))
 
 
 def occupancy_forward(spec: NormSpec) -> int:
     """Max active CTAs per SM of the forward kernel (2 under the simulator)."""
-    return _occupancy(compile_forward(spec), spec.threads)
+    _check_op(spec, False)
+    return _occupancy(_forward(spec), spec.threads)
 
 
 def occupancy_backward(spec: NormSpec) -> int:
     """Max active CTAs per SM of the backward kernel (2 under the simulator)."""
-    return _occupancy(compile_backward(spec), spec.threads)
+    _check_op(spec, True)
+    return _occupancy(_backward(spec)[0], spec.threads)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1014,13 +1056,20 @@ _STREAMS: dict[int, Any] = {}
 
 
 def _stream(handle: Any) -> Any:
+    """Numba stream object of a raw ``CUstream`` handle (cached; 0 is the default stream)."""
     if not isinstance(handle, int):
-        return handle  # already a Numba stream (or None)
+        return handle  # already a stream object
     s = _STREAMS.get(handle)
     if s is None:
         s = cuda.default_stream() if handle == 0 else cuda.external_stream(handle)
         _STREAMS[handle] = s
     return s
+
+
+def _handle(stream: Any) -> int:
+    if isinstance(stream, int):
+        return stream
+    return int(getattr(stream, "handle", 0) or 0)
 
 
 def _ptr(t: Any) -> int:
@@ -1032,24 +1081,24 @@ def _ptr(t: Any) -> int:
     return int(t.__cuda_array_interface__["data"][0])
 
 
-def _row_stride(t: Any, cols: int) -> int:
-    rc = getattr(t, "rows_cols", None)
-    if rc is not None:
-        return int(rc()[2])
-    cai = t.__cuda_array_interface__
-    strides = cai.get("strides")
-    if not strides:
-        return cols
-    return int(strides[-2]) // np.dtype(cai["typestr"]).itemsize if len(strides) > 1 else cols
+def _row_stride(t: Any) -> int:
+    """Row pitch in elements."""
+    if t is None:
+        return 0
+    s = getattr(t, "strides", None)
+    if s is not None and len(s) == 2 and getattr(t, "shape", (0, 0))[0] > 1:
+        return int(s[0])  # Tensor: strides in elements
+    return int(t.rows_cols()[2])
 
 
-def _memset_barrier(ptr: int, count: int, handle: int) -> None:
+def _memset_barrier(ptr: int, count: int, stream: Any) -> None:
     try:
         import rtc
 
         fn = getattr(rtc, "memset_d32_async", None)
-    except ImportError:  # pragma: no cover - rtc is part of this project
+    except ImportError:  # pragma: no cover - rtc ships with this package
         fn = None
+    handle = _handle(stream)
     if fn is not None:
         fn(ptr, 0, count, handle)
         return
@@ -1060,99 +1109,88 @@ def _memset_barrier(ptr: int, count: int, handle: int) -> None:
         raise RuntimeError(f"cuMemsetD32Async failed: {err}")
 
 
-def _handle(stream: Any) -> int:
-    if isinstance(stream, int):
-        return stream
-    return int(getattr(stream, "handle", 0) or 0)
+class _Launch:
+    """What launching one plan needs that does not change between calls."""
 
+    __slots__ = ("plan", "main", "fin", "grid", "block", "multi", "fgrid", "fblock")
 
-# --- simulator views: flat NumPy arrays over the tensors' memory ------------------------------
-
-
-def _sim_flat(t: Any, np_dtype: Any | None = None) -> Any:
-    """A flat (1-D) simulator array over ``t``: rows at ``row * row_stride`` like the GPU."""
-    if t is None:
-        return None
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    a = t.as_numba() if hasattr(t, "as_numba") else t
-    nd = a._ary if hasattr(a, "_ary") else np.asarray(a)
-    if np_dtype is not None and nd.dtype != np_dtype:
-        nd = nd.view(np_dtype)
-    if nd.ndim <= 1 and (nd.ndim == 0 or nd.strides[0] == nd.itemsize):
-        flat = nd.reshape(-1)
-    else:
-        if hasattr(t, "rows_cols"):
-            rows, cols, stride = t.rows_cols()
+    def __init__(self, plan: NormPlan) -> None:
+        spec = plan.spec
+        self.plan = plan  # keeps id(plan) from being reused while cached
+        _check_op(spec, spec.config.is_backward)
+        if spec.config.is_backward:
+            self.main, self.fin = _backward(spec)
         else:
-            cols = nd.shape[-1]
-            rows = nd.size // max(cols, 1)
-            stride = nd.strides[-2] // nd.itemsize
-        span = (rows - 1) * stride + cols
-        flat = np.lib.stride_tricks.as_strided(nd, shape=(span,), strides=(nd.itemsize,))
-    return FakeCUDAArray(flat)
+            self.main, self.fin = _forward(spec), None
+        self.grid = tuple(plan.grid)
+        self.block = tuple(plan.block)
+        self.multi = plan.ctas_per_row > 1
+        self.fgrid = tuple(plan.finalize_grid)
+        self.fblock = tuple(plan.finalize_block)
 
 
-def _sim_scratch(scratch: Any, offset: int, nbytes: int) -> Any:
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    a = scratch.as_numba() if hasattr(scratch, "as_numba") else scratch
-    nd = (a._ary if hasattr(a, "_ary") else np.asarray(a)).reshape(-1).view(np.uint8)
-    return FakeCUDAArray(nd[offset : offset + nbytes].view(np.float32))
+_LAUNCHES: dict[int, _Launch] = {}
+_LAUNCH_CACHE_LIMIT = 4096
 
 
-def _scratch(args: Any, plan: NormPlan) -> Any:
-    if args.scratch is not None or plan.scratch_bytes == 0:
-        return args.scratch
-    return cuda.device_array(plan.scratch_bytes, dtype=np.uint8)
+def _launch_record(plan: NormPlan) -> _Launch:
+    rec = _LAUNCHES.get(id(plan))
+    if rec is not None and rec.plan is plan:
+        return rec
+    rec = _Launch(plan)
+    if len(_LAUNCHES) >= _LAUNCH_CACHE_LIMIT:
+        _LAUNCHES.clear()
+    _LAUNCHES[id(plan)] = rec
+    return rec
+
+
+def _scratch_base(args: Any, plan: NormPlan) -> int:
+    if args.scratch is None:
+        raise ValueError(f"this launch needs a scratch buffer of {plan.scratch_bytes} bytes")
+    return _ptr(args.scratch)
 
 
 def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
-    """Launch the forward kernel of ``plan`` on ``args`` (a ``NormFwdArgs``).
+    """Launch the forward kernel of ``plan``.
 
     Parameters
     ----------
     plan : NormPlan
-        Launch plan (grid, block, scratch layout) from :func:`numba_norms.planner.norm_plan`.
+        From :func:`numba_norms.planner.norm_plan` (grid, block, scratch layout).
     args : NormFwdArgs
-        Tensors (``ptr``, ``rows_cols()``, ``as_numba()``) and scalars.
+        Tensors (``ptr``, ``strides``/``rows_cols()``; ``as_numba()`` under the simulator) and
+        scalars; ``scratch`` holds ``plan.scratch_bytes`` bytes when several CTAs share a row.
     stream : int
         Raw ``CUstream`` handle (0: the default stream).
     """
-    spec = plan.spec
-    cfg = spec.config
-    multi = plan.ctas_per_row > 1
-    compiled = _CACHE.get(("fwd", spec.kernel_key, multi)) or compile_forward(spec)
-    rows, cols = plan.rows, plan.cols
-    if not cfg.is_rms and (args.beta is None or args.mu is None):
-        raise ValueError("layernorm forward needs beta and mu")
+    rec = _launch_record(plan)
+    if args.beta is None and not plan.spec.config.is_rms:
+        raise ValueError("layernorm forward needs beta")
     zc = 1 if args.zero_centered else 0
     if _SIM:
-        k = compiled.kernel
-        k[plan.grid, plan.block](
+        rec.main.kernel[rec.grid, rec.block](
             _sim_flat(args.x), _sim_flat(args.gamma), _sim_flat(args.beta), _sim_flat(args.y),
-            _sim_flat(args.mu), _sim_flat(args.rsigma), rows, cols,
-            _row_stride(args.x, cols), _row_stride(args.y, cols), np.float32(args.eps), zc,
-            None, None,
+            _sim_flat(args.mu), _sim_flat(args.rsigma), plan.rows, plan.cols,
+            _row_stride(args.x), _row_stride(args.y), np.float32(args.eps), zc, None, None,
         )  # fmt: skip
         return
     stats = barrier = 0
-    if multi:
-        base = _ptr(_scratch(args, plan))
+    if rec.multi:
+        base = _scratch_base(args, plan)
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
-        _memset_barrier(barrier, plan.ctas_per_col, _handle(stream))
-    compiled.kernel.launch(
+        _memset_barrier(barrier, plan.ctas_per_col, stream)
+    rec.main.kernel.launch(
         (
             _ptr(args.x), _ptr(args.gamma), _ptr(args.beta), _ptr(args.y), _ptr(args.mu),
-            _ptr(args.rsigma), rows, cols, _row_stride(args.x, cols), _row_stride(args.y, cols),
+            _ptr(args.rsigma), plan.rows, plan.cols, _row_stride(args.x), _row_stride(args.y),
             float(args.eps), zc, stats, barrier,
         ),
-        plan.grid, plan.block, _stream(stream), 0,
+        rec.grid, rec.block, _stream(stream), 0,
     )  # fmt: skip
 
 
 def backward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
-    """Launch the backward kernel and the dgamma/dbeta finalize kernel of ``plan``.
+    """Launch the backward kernel of ``plan`` and its dgamma/dbeta finalize kernel.
 
     Parameters
     ----------
@@ -1163,58 +1201,81 @@ def backward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
     stream : int
         Raw ``CUstream`` handle (0: the default stream).
     """
-    spec = plan.spec
-    cfg = spec.config
-    multi = plan.ctas_per_row > 1
-    compiled = _CACHE.get(("bwd", spec.kernel_key, multi)) or compile_backward(spec)
+    rec = _launch_record(plan)
+    cfg = plan.spec.config
     has_beta = not cfg.is_rms
-    fin = _CACHE.get(("fin", cfg.weight, has_beta))
-    if fin is None:
-        compile_backward(spec)
-        fin = _CACHE[("fin", cfg.weight, has_beta)]
-    rows, cols = plan.rows, plan.cols
     if has_beta and (args.mu is None or args.dbeta is None):
         raise ValueError("layernorm backward needs mu and dbeta")
-    if cfg.fused_add and args.add is None:
+    add = args.add if cfg.fused_add else None
+    if cfg.fused_add and add is None:
         raise ValueError("this kernel fuses an add: args.add is required")
     zc = 1 if args.zero_centered else 0
-    scratch = _scratch(args, plan)
-    add = args.add if cfg.fused_add else None
-    add_stride = _row_stride(add, cols) if add is not None else 0
-    fgrid, fblock = plan.finalize_grid, plan.finalize_block
+    rows, cols = plan.rows, plan.cols
     if _SIM:
-        dgp = _sim_scratch(scratch, plan.partial_offset, plan.partial_rows * cols * 4)
-        dbp = None
-        if has_beta:
-            dbp = _sim_scratch(scratch, plan.dbeta_partial_offset, plan.partial_rows * cols * 4)
-        compiled.kernel[plan.grid, plan.block](
+        nbytes = plan.partial_rows * cols * 4
+        dgp = _sim_scratch(args.scratch, plan.partial_offset, nbytes)
+        dbp = _sim_scratch(args.scratch, plan.dbeta_partial_offset, nbytes) if has_beta else None
+        rec.main.kernel[rec.grid, rec.block](
             _sim_flat(args.dy), _sim_flat(args.x), _sim_flat(args.mu), _sim_flat(args.rsigma),
             _sim_flat(args.gamma), _sim_flat(args.dx), _sim_flat(add), dgp, dbp, rows, cols,
-            _row_stride(args.dy, cols), _row_stride(args.x, cols), _row_stride(args.dx, cols),
-            add_stride, zc, None, None,
+            _row_stride(args.dy), _row_stride(args.x), _row_stride(args.dx), _row_stride(add),
+            zc, None, None,
         )  # fmt: skip
-        fin.kernel[fgrid, fblock](
+        rec.fin.kernel[rec.fgrid, rec.fblock](
             dgp, dbp, _sim_flat(args.dgamma), _sim_flat(args.dbeta), plan.partial_rows, cols
         )
         return
-    base = _ptr(scratch)
+    base = _scratch_base(args, plan)
     st = _stream(stream)
     stats = barrier = 0
-    if multi:
+    if rec.multi:
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
-        _memset_barrier(barrier, plan.ctas_per_col, _handle(stream))
+        _memset_barrier(barrier, plan.ctas_per_col, stream)
     dgp = base + plan.partial_offset
     dbp = base + plan.dbeta_partial_offset if has_beta else 0
-    compiled.kernel.launch(
+    rec.main.kernel.launch(
         (
             _ptr(args.dy), _ptr(args.x), _ptr(args.mu), _ptr(args.rsigma), _ptr(args.gamma),
-            _ptr(args.dx), _ptr(add), dgp, dbp, rows, cols, _row_stride(args.dy, cols),
-            _row_stride(args.x, cols), _row_stride(args.dx, cols), add_stride, zc, stats,
-            barrier,
+            _ptr(args.dx), _ptr(add), dgp, dbp, rows, cols, _row_stride(args.dy),
+            _row_stride(args.x), _row_stride(args.dx), _row_stride(add), zc, stats, barrier,
         ),
-        plan.grid, plan.block, st, 0,
+        rec.grid, rec.block, st, 0,
     )  # fmt: skip
-    fin.kernel.launch(
+    rec.fin.kernel.launch(
         (dgp, dbp, _ptr(args.dgamma), _ptr(args.dbeta), plan.partial_rows, cols),
-        fgrid, fblock, st, 0,
+        rec.fgrid, rec.fblock, st, 0,
     )  # fmt: skip
+
+
+# --- simulator views: flat NumPy arrays over the tensors' memory ------------------------------
+
+
+def _sim_array(t: Any) -> np.ndarray:
+    a = t.as_numba() if hasattr(t, "as_numba") else t
+    return a._ary if hasattr(a, "_ary") else np.asarray(a)
+
+
+def _sim_flat(t: Any) -> Any:
+    """A flat simulator array over ``t``: row r starts at ``r * row_stride`` as on the GPU."""
+    if t is None:
+        return None
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    nd = _sim_array(t)
+    if nd.ndim <= 1:
+        flat = nd.reshape(-1)
+    else:
+        rows, cols, stride = t.rows_cols()
+        span = (rows - 1) * stride + cols if rows else 0
+        # a view, not a copy: the kernel writes through it
+        flat = np.lib.stride_tricks.as_strided(nd, shape=(span,), strides=(nd.itemsize,))
+    return FakeCUDAArray(flat)
+
+
+def _sim_scratch(scratch: Any, offset: int, nbytes: int) -> Any:
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    if scratch is None:
+        raise ValueError("norm backward needs a scratch buffer for the dgamma/dbeta partials")
+    nd = _sim_array(scratch).reshape(-1).view(np.uint8)
+    return FakeCUDAArray(nd[offset : offset + nbytes].view(np.float32))

@@ -1,0 +1,588 @@
+"""The Numba backend's norm kernels on the CPU.
+
+Two kinds of tests, because Numba's CUDA simulator is a process-wide switch read at import:
+
+* with ``NUMBA_ENABLE_CUDASIM=1``: numerics of the launchers at small sizes (LayerNorm and
+  RMSNorm, forward and backward, fp32/fp16/bf16, zero-centred gamma, fused add, odd sizes,
+  row-strided input, tuned and general kernels) against float64 references;
+* without it: every kernel of the registry compiles to PTX for sm_90 (no GPU needed), with the
+  properties the design relies on checked in the PTX (16-byte vector accesses, rows in
+  registers, cooperative launch only for multi-CTA kernels).
+
+The helpers here are shared with ``tests/gpu/test_numba_norms_gpu.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from numba_norms import planner, registry
+from numba_norms import reference as ref
+from numba_norms.backends.common import NormBwdArgs, NormFwdArgs
+from numba_norms.backends.numba import _norms
+from numba_norms.backends.numba import layernorm as nb_layernorm
+from numba_norms.backends.numba import rmsnorm as nb_rmsnorm
+from tests.conftest import SIMULATOR, TOLERANCE, assert_close
+
+MODULES = {"layernorm": nb_layernorm, "rmsnorm": nb_rmsnorm}
+BF16 = ("bf16", "bf16", "bf16")
+FP32 = ("fp32", "fp32", "fp32")
+STORAGE = {"fp32": np.float32, "fp16": np.float16, "bf16": np.uint16}
+
+needs_sim = pytest.mark.skipif(
+    not SIMULATOR, reason="numerics on the CPU need NUMBA_ENABLE_CUDASIM=1 (run_cpu.sh pass 1)"
+)
+needs_compiler = pytest.mark.skipif(
+    SIMULATOR, reason="compile_ptx is not available under the simulator (run_cpu.sh pass 2)"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers (also used by the GPU tests)
+# ---------------------------------------------------------------------------------------------
+
+
+def to_storage(a: np.ndarray, dtype: str) -> np.ndarray:
+    """Values -> the kernels' storage array (bf16 as its uint16 bits)."""
+    if dtype == "bf16":
+        return np.asarray(a).astype(ml_dtypes.bfloat16).view(np.uint16)
+    return np.asarray(a).astype(STORAGE[dtype])
+
+
+def from_storage(a: np.ndarray, dtype: str) -> np.ndarray:
+    """Storage array -> float64 values."""
+    a = np.asarray(a)
+    if dtype == "bf16":
+        a = a.view(ml_dtypes.bfloat16)
+    return a.astype(np.float64)
+
+
+class DevTensor:
+    """The part of ``numba_norms.arrays.Tensor`` the Numba backend uses, over a device array."""
+
+    def __init__(self, arr, dtype: str) -> None:
+        self.obj = arr
+        self.dtype = dtype
+        self.shape = tuple(arr.shape)
+        self.itemsize = arr.dtype.itemsize
+        self.strides = tuple(s // self.itemsize for s in arr.strides)
+
+    @property
+    def ptr(self) -> int:
+        return 0 if SIMULATOR else int(self.obj.__cuda_array_interface__["data"][0])
+
+    def as_numba(self):
+        return self.obj
+
+    def rows_cols(self) -> tuple[int, int, int]:
+        if len(self.shape) == 1:
+            return 1, self.shape[0], self.shape[0]
+        rows, cols = self.shape
+        return rows, cols, (self.strides[0] if rows > 1 else cols)
+
+    def alignment(self) -> int:
+        """Device allocations are 256-byte aligned; the row pitch may lower it."""
+        rows, _, stride = self.rows_cols()
+        pitch = stride * self.itemsize
+        return 256 if rows <= 1 else min(256, pitch & -pitch)
+
+    def host(self) -> np.ndarray:
+        return from_storage(self.obj.copy_to_host(), self.dtype)
+
+
+def device_tensor(values: np.ndarray, dtype: str, row_stride: int | None = None) -> DevTensor:
+    """Upload ``values`` (rounded to ``dtype``); 2-D arrays may get a row pitch > cols."""
+    from numba import cuda
+
+    st = to_storage(values, dtype)
+    if row_stride is not None and st.ndim == 2 and row_stride != st.shape[1]:
+        padded = np.zeros((st.shape[0], row_stride), st.dtype)
+        padded[:, : st.shape[1]] = st
+        return DevTensor(cuda.to_device(padded)[:, : st.shape[1]], dtype)
+    return DevTensor(cuda.to_device(np.ascontiguousarray(st)), dtype)
+
+
+def empty_tensor(shape: tuple[int, ...], dtype: str) -> DevTensor:
+    from numba import cuda
+
+    return DevTensor(cuda.device_array(shape, dtype=STORAGE[dtype]), dtype)
+
+
+def device_limits() -> planner.DeviceLimits:
+    if SIMULATOR:
+        return planner.DeviceLimits.simulator()
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    return planner.DeviceLimits(
+        sm_count=dev.MULTIPROCESSOR_COUNT,
+        max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
+        cooperative=bool(dev.COOPERATIVE_LAUNCH),
+    )
+
+
+def make_plan(key: registry.NormKey, rows: int, cols: int, tensors, *, general: bool):
+    """Spec and plan as dispatch makes them (``general`` forces the general kernels)."""
+    limits = device_limits()
+    pairs = [(t.alignment(), t.itemsize) for t in tensors]
+    alignment = min(a for a, _ in pairs)
+    cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=not general)
+    spec = planner.norm_spec(cfg, cols, planner.vector_elements(pairs, cfg.num_elts), limits)
+    mod = MODULES[key.op.split("_")[0]]
+    occ = mod.occupancy_backward(spec) if cfg.is_backward else mod.occupancy_forward(spec)
+    return planner.norm_plan(spec, rows, cols, limits, occ)
+
+
+def _scratch(plan) -> DevTensor:
+    from numba import cuda
+
+    return DevTensor(cuda.device_array(max(plan.scratch_bytes, 4), dtype=np.uint8), "fp32")
+
+
+def run_forward(
+    op, dtypes, x, gamma, beta=None, *, eps=1e-5, zero_centered=False, general=True,
+    x_stride=None,
+):  # fmt: skip
+    """Launch the Numba forward kernel; returns (y, mu or None, rsigma, plan) in float64."""
+    weight, inp, out = dtypes
+    rows, cols = x.shape
+    xt = device_tensor(x, inp, x_stride)
+    gt = device_tensor(gamma, weight)
+    bt = device_tensor(beta, weight) if op == "layernorm" else None
+    yt = empty_tensor((rows, cols), out)
+    mut = empty_tensor((rows,), "fp32") if op == "layernorm" else None
+    rst = empty_tensor((rows,), "fp32")
+    key = registry.NormKey(f"{op}_fwd", weight, inp, out)
+    used = [xt, gt, yt] + ([bt] if bt is not None else [])
+    plan = make_plan(key, rows, cols, used, general=general)
+    args = NormFwdArgs(xt, gt, bt, yt, mut, rst, eps, zero_centered, scratch=_scratch(plan))
+    MODULES[op].forward(plan, args, 0)
+    return yt.host(), (mut.host() if mut is not None else None), rst.host(), plan
+
+
+def run_backward(
+    op, dtypes, dy, x, mu, rsigma, gamma, *, add=None, zero_centered=False, general=True,
+    row_stride=None,
+):  # fmt: skip
+    """Launch the Numba backward (+ finalize); returns (dx, dgamma, dbeta or None, plan)."""
+    weight, inp, out = dtypes
+    rows, cols = x.shape
+    dyt = device_tensor(dy, out, row_stride)
+    xt = device_tensor(x, inp, row_stride)
+    mut = device_tensor(mu, "fp32") if op == "layernorm" else None
+    rst = device_tensor(rsigma, "fp32")
+    gt = device_tensor(gamma, weight)
+    addt = device_tensor(add, inp, row_stride) if add is not None else None
+    dxt = empty_tensor((rows, cols), inp)
+    dgt = empty_tensor((cols,), weight)
+    dbt = empty_tensor((cols,), weight) if op == "layernorm" else None
+    key = registry.NormKey(f"{op}_bwd", weight, inp, out, add is not None)
+    used = [dyt, xt, gt, dxt] + ([addt] if addt is not None else [])
+    plan = make_plan(key, rows, cols, used, general=general)
+    args = NormBwdArgs(
+        dyt, xt, mut, rst, gt, dxt, addt, dgt, dbt, zero_centered, scratch=_scratch(plan)
+    )
+    MODULES[op].backward(plan, args, 0)
+    return dxt.host(), dgt.host(), (dbt.host() if dbt is not None else None), plan
+
+
+def rounded(a: np.ndarray, dtype: str) -> np.ndarray:
+    """``a`` as the kernel sees it after storing it in ``dtype``."""
+    return from_storage(to_storage(a, dtype), dtype)
+
+
+def inputs(rows, cols, dtypes, seed, *, zero_centered=False):
+    """Random x, gamma, beta, dy (rounded to their dtypes) of one test case."""
+    weight, inp, out = dtypes
+    rng = np.random.default_rng(seed)
+    x = rounded(rng.standard_normal((rows, cols)) * 2.0 + 0.5, inp)
+    g = rounded(rng.standard_normal(cols) * 0.5 + (0.0 if zero_centered else 1.0), weight)
+    b = rounded(rng.standard_normal(cols) * 0.1, weight)
+    dy = rounded(rng.standard_normal((rows, cols)), out)
+    return x, g, b, dy
+
+
+def check_param_grad(actual, expected, terms_abs, dtype, what):
+    """dgamma/dbeta: final rounding to ``dtype`` plus fp32 accumulation over the rows."""
+    atol, rtol = TOLERANCE[dtype]
+    bound = atol + rtol * np.abs(expected) + 4e-6 * terms_abs
+    err = np.abs(np.asarray(actual, np.float64) - expected)
+    assert not np.isnan(actual).any(), f"{what}: NaN"
+    assert (err <= bound).all(), f"{what}: max excess {np.max(err - bound):.3g}"
+
+
+def check_forward(op, dtypes, x, g, b, y, mu, rs, *, eps, zero_centered):
+    out = dtypes[2]
+    if op == "layernorm":
+        ey, emu, ers = ref.layernorm_fwd(x, g, b, eps, zero_centered)
+        assert_close(mu, emu, "fp32", scale=10, what="mu")
+    else:
+        ey, ers = ref.rmsnorm_fwd(x, g, eps, zero_centered)
+    assert_close(rs, ers, "fp32", scale=10, what="rsigma")
+    assert_close(y, ey, out, scale=2, what="y")
+
+
+def check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, *, add=None, zero_centered):
+    weight, inp, _ = dtypes
+    if op == "layernorm":
+        edx, edg, edb = ref.layernorm_bwd(dy, x, mu, rs, g, zero_centered)
+        xhat = (x - mu[:, None]) * rs[:, None]
+    else:
+        edx, edg = ref.rmsnorm_bwd(dy, x, rs, g, zero_centered, add)
+        xhat = x * rs[:, None]
+    assert_close(dx, edx, inp, scale=4, what="dx")
+    check_param_grad(dg, edg, np.abs(dy * xhat).sum(0), weight, "dgamma")
+    if op == "layernorm":
+        check_param_grad(db, edb, np.abs(dy).sum(0), weight, "dbeta")
+
+
+# ---------------------------------------------------------------------------------------------
+# numerics under the simulator
+# ---------------------------------------------------------------------------------------------
+
+# (forward, backward) dtypes as (weight, input, output); the mixed pair is TE's fp32 x with a
+# bf16 y (forward) and a bf16 gamma and dy (backward)
+DTYPE_COMBOS = [
+    (("fp32", "fp32", "fp32"),) * 2,
+    (("fp16", "fp16", "fp16"),) * 2,
+    (("bf16", "bf16", "bf16"),) * 2,
+    (("fp32", "fp32", "bf16"), ("bf16", "fp32", "bf16")),
+]
+SHAPES = [(1, 7), (3, 33), (5, 100)]
+
+
+def _combo_id(combo) -> str:
+    return "/".join(combo[0]) if combo[0] == combo[1] else "mixed"
+
+
+@needs_sim
+@pytest.mark.parametrize("combo", DTYPE_COMBOS, ids=_combo_id)
+@pytest.mark.parametrize("rows, cols", SHAPES)
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_forward_and_backward_general(op, rows, cols, combo):
+    fwd, bwd = combo
+    zc = rows == 3  # zero-centred gamma on one of the shapes
+    # gamma rounded to the narrower weight dtype is exact in both
+    x, g, b, dy = inputs(rows, cols, bwd, rows * 100 + cols, zero_centered=zc)
+    y, mu, rs, plan = run_forward(op, fwd, x, g, b, zero_centered=zc)
+    assert plan.spec.general and plan.ctas_per_row == 1
+    check_forward(op, fwd, x, g, b, y, mu, rs, eps=1e-5, zero_centered=zc)
+
+    dx, dg, db, _ = run_backward(op, bwd, dy, x, mu, rs, g, zero_centered=zc)
+    check_backward(op, bwd, dy, x, mu, rs, g, dx, dg, db, zero_centered=zc)
+
+
+@needs_sim
+@pytest.mark.parametrize("dtypes", [c[0] for c in DTYPE_COMBOS[:3]], ids="/".join)
+@pytest.mark.parametrize("rows, cols", SHAPES)
+def test_rmsnorm_backward_with_add(rows, cols, dtypes):
+    x, g, _, dy = inputs(rows, cols, dtypes, rows + cols)
+    add = rounded(np.random.default_rng(7).standard_normal((rows, cols)), dtypes[1])
+    _, _, rs, _ = run_forward("rmsnorm", dtypes, x, g)
+    dx, dg, _, plan = run_backward("rmsnorm", dtypes, dy, x, None, rs, g, add=add)
+    assert plan.spec.config.fused_add
+    check_backward(
+        "rmsnorm", dtypes, dy, x, None, rs, g, dx, dg, None, add=add, zero_centered=False
+    )
+
+
+@needs_sim
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_row_strided_input(op):
+    dtypes = ("fp32", "fp32", "fp32")
+    rows, cols, stride = 4, 33, 40
+    x, g, b, dy = inputs(rows, cols, dtypes, 3)
+    y, mu, rs, _ = run_forward(op, dtypes, x, g, b, x_stride=stride)
+    check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+    dx, dg, db, _ = run_backward(op, dtypes, dy, x, mu, rs, g, row_stride=stride)
+    check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, zero_centered=False)
+
+
+@needs_sim
+def test_vector_tail_is_bounds_checked():
+    # one row: the pitch does not limit the vector width, so 7 columns are read as a full
+    # 4-wide vector and a partial one
+    dtypes = ("fp32", "fp32", "fp32")
+    x, g, b, dy = inputs(1, 7, dtypes, 11)
+    y, mu, rs, plan = run_forward("layernorm", dtypes, x, g, b)
+    assert plan.spec.num_elts == 4
+    check_forward("layernorm", dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+    dx, dg, db, _ = run_backward("layernorm", dtypes, dy, x, mu, rs, g)
+    check_backward("layernorm", dtypes, dy, x, mu, rs, g, dx, dg, db, zero_centered=False)
+
+
+@needs_sim
+@pytest.mark.parametrize("dtypes", [FP32, BF16], ids="/".join)
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_tuned_kernels(op, dtypes):
+    rows, cols = 4, 768
+    x, g, b, dy = inputs(rows, cols, dtypes, 5, zero_centered=True)
+    y, mu, rs, plan = run_forward(op, dtypes, x, g, b, zero_centered=True, general=False)
+    assert not plan.spec.general
+    check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=True)
+    dx, dg, db, plan = run_backward(op, dtypes, dy, x, mu, rs, g, zero_centered=True, general=False)
+    assert not plan.spec.general
+    check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, zero_centered=True)
+
+
+@needs_sim
+def test_several_row_trips_per_cta():
+    # 2 simulated SMs x occupancy 2 = 4 CTAs of 4 rows: 37 rows take 3 trips (the last partial)
+    dtypes = ("bf16", "bf16", "bf16")
+    x, g, b, dy = inputs(37, 64, dtypes, 13)
+    y, mu, rs, plan = run_forward("layernorm", dtypes, x, g, b)
+    assert plan.row_iterations == 3
+    check_forward("layernorm", dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+    dx, dg, db, plan = run_backward("layernorm", dtypes, dy, x, mu, rs, g)
+    assert plan.row_iterations == 3
+    check_backward("layernorm", dtypes, dy, x, mu, rs, g, dx, dg, db, zero_centered=False)
+
+
+@needs_sim
+def test_column_counts_match_brute_force():
+    # the general kernels' element counts (used by Chan's combination) for several CTAs a row
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        wn, ne, ldgs, cpr = (
+            int(rng.choice(v)) for v in ([1, 4, 8], [1, 2, 4, 8], [1, 3, 4], [1, 2, 5])
+        )
+        cols = int(rng.integers(1, cpr * wn * 32 * ne * ldgs + 1))
+        owner = np.zeros(cols, int) - 1
+        for cta in range(cpr):
+            for w in range(wn):
+                got = _norms._warp_count(cols, cta, w, cpr, wn, ne, ldgs)
+                brute = sum(
+                    max(0, min(cols - ((it * cpr + cta) * wn + w) * 32 * ne, 32 * ne))
+                    for it in range(ldgs)
+                )
+                assert got == brute
+                for it in range(ldgs):
+                    start = ((it * cpr + cta) * wn + w) * 32 * ne
+                    owner[start : min(start + 32 * ne, cols)] = cta
+            assert _norms._cta_count(cols, cta, cpr, wn * 32 * ne, ldgs) == (owner == cta).sum()
+        assert (owner >= 0).all()
+
+
+def test_bf16_rounding_matches_ml_dtypes():
+    rng = np.random.default_rng(1)
+    bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    special = np.array(
+        [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x7F7FFFFF,
+         0x3F808000, 0x3F818000, 0x3F80FFFF, 0x00000001, 0x00008000, 0x00018000],
+        np.uint32,
+    )  # fmt: skip
+    vals = np.concatenate([bits, special]).view(np.float32)
+    got = np.array([_norms.f32_to_bf16_bits(v) for v in vals], np.uint16)
+    with np.errstate(invalid="ignore"):
+        want = vals.astype(ml_dtypes.bfloat16).view(np.uint16)
+    nan = np.isnan(vals)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    assert np.isnan(got[nan].view(ml_dtypes.bfloat16).astype(np.float32)).all()
+    back = np.array([_norms.bf16_bits_to_f32(u) for u in want[~nan]], np.float32)
+    np.testing.assert_array_equal(back, want[~nan].view(ml_dtypes.bfloat16).astype(np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# the GPU memory primitives' IR, run on the CPU (llvmlite's JIT)
+# ---------------------------------------------------------------------------------------------
+
+
+def _aligned(nbytes: int) -> np.ndarray:
+    buf = np.zeros(nbytes + 64, np.uint8)
+    off = (-buf.ctypes.data) % 64
+    return buf[off : off + nbytes]
+
+
+def _jit_access(kind: str, n: int, op: str, guarded: bool):
+    """``void f(storage* g, float* a, i64 avail)`` doing one (guarded) access of ``n`` elements."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    from llvmlite import ir
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = ir.Module(name="access")
+    st = {"fp32": ir.FloatType(), "fp16": ir.HalfType(), "bf16": ir.IntType(16)}[kind]
+    i64 = ir.IntType(64)
+    fnty = ir.FunctionType(ir.VoidType(), [st.as_pointer(), ir.FloatType().as_pointer(), i64])
+    fn = ir.Function(mod, fnty, name="access")
+    b = ir.IRBuilder(fn.append_basic_block())
+    g, a, avail = fn.args
+
+    def at(p, j):
+        return b.gep(p, [ir.Constant(i64, j)])
+
+    if op == "load":
+        full = lambda: _norms._emit_load(b, kind, g, a, n)  # noqa: E731
+        one = lambda j: _norms._emit_load(b, kind, at(g, j), at(a, j), 1)  # noqa: E731
+        none = lambda j: b.store(ir.Constant(ir.FloatType(), 0.0), at(a, j))  # noqa: E731
+    else:  # software rounding: the PTX cvt instructions cannot run on the CPU
+        full = lambda: _norms._emit_store(b, kind, g, a, n, False)  # noqa: E731
+        one = lambda j: _norms._emit_store(b, kind, at(g, j), at(a, j), 1, False)  # noqa: E731
+        none = None
+    if guarded:
+        _norms._guarded(b, n, avail, full, one, none)
+    else:
+        full()
+    b.ret_void()
+    module = llvm.parse_assembly(str(mod))
+    module.verify()
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+    return engine, proto(engine.get_function_address("access"))
+
+
+@needs_compiler
+@pytest.mark.parametrize("guarded", [False, True])
+@pytest.mark.parametrize("n", [1, 2, 4, 8])
+@pytest.mark.parametrize("kind", ["fp32", "fp16", "bf16"])
+def test_vector_access_ir_on_cpu(kind, n, guarded):
+    # word splitting / packing, element order, chunking beyond 16 bytes, bounds checks and the
+    # storage <-> fp32 conversions, exactly as emitted for the GPU (bf16 rounding in software)
+    rng = np.random.default_rng(n)
+    vals = rng.standard_normal(n).astype(np.float32) * 100
+    vals[: min(n, 4)] = np.array([np.nan, -np.inf, 1.00390625, 3.4e38], np.float32)[: min(n, 4)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        stored = to_storage(vals, kind)
+    isz = stored.itemsize
+    for avail in [n, n - 1, 0] if guarded else [n]:
+        keep, load = _jit_access(kind, n, "load", guarded)
+        src = _aligned(isz * n).view(stored.dtype)
+        src[:] = stored
+        dst = _aligned(4 * n).view(np.float32)
+        dst[:] = 7.0
+        load(src.ctypes.data, dst.ctypes.data, avail)
+        want = from_storage(stored, kind).astype(np.float32)
+        want[max(avail, 0) :] = 0.0
+        np.testing.assert_array_equal(dst, want)
+
+        keep, store = _jit_access(kind, n, "store", guarded)
+        out = _aligned(isz * n).view(stored.dtype)
+        out[:] = 0
+        srcf = _aligned(4 * n).view(np.float32)
+        srcf[:] = vals
+        store(out.ctypes.data, srcf.ctypes.data, avail)
+        expect = stored.copy()
+        expect[max(avail, 0) :] = 0
+        np.testing.assert_array_equal(out.view(np.uint8), expect.view(np.uint8))
+        del keep
+
+
+# ---------------------------------------------------------------------------------------------
+# compilation to PTX (no GPU)
+# ---------------------------------------------------------------------------------------------
+
+
+def all_specs() -> list[planner.NormSpec]:
+    """One spec per distinct compiled kernel of the registry (multi-CTA kernels are distinct)."""
+    limits = planner.DeviceLimits(sm_count=132)
+    specs: dict[tuple, planner.NormSpec] = {}
+    for cfg in registry.norm_configs():
+        spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, limits)
+        specs.setdefault((spec.kernel_key, spec.ctas_per_row > 1), spec)
+    return list(specs.values())
+
+
+def find_spec(op, kind, hidden, dtypes, fused_add=False) -> planner.NormSpec:
+    weight, inp, out = dtypes
+    for cfg in registry.norm_configs():
+        if (cfg.op, cfg.kind, cfg.hidden_size, cfg.weight, cfg.input, cfg.output) == (
+            op, kind, hidden, weight, inp, out,
+        ) and cfg.fused_add == fused_add:  # fmt: skip
+            limits = planner.DeviceLimits(sm_count=132)
+            return planner.norm_spec(cfg, hidden, cfg.num_elts, limits)
+    raise LookupError((op, kind, hidden, dtypes, fused_add))
+
+
+def compile_ptx(spec: planner.NormSpec, arch: str = "sm_90") -> str:
+    mod = MODULES[spec.op.split("_")[0]]
+    if spec.config.is_backward:
+        return mod.compile_backward(spec, arch)
+    return mod.compile_forward(spec, arch)
+
+
+def ptx_count(ptx: str, pattern: str) -> int:
+    return len(re.findall(pattern, ptx))
+
+
+@needs_compiler
+def test_ptx_tuned_forward_vectorised_in_registers_not_cooperative():
+    spec = find_spec("layernorm_fwd", "tuned", 4096, BF16)
+    ptx = compile_ptx(spec)
+    assert ".local" not in ptx, "the row must stay in registers"
+    # x, gamma and beta: one 16-byte read-only load per vector; y: one 16-byte store
+    assert ptx_count(ptx, r"ld\.global\.nc\.v4\.u32") == 3 * spec.ldgs
+    assert ptx_count(ptx, r"st\.global\.v4\.u32") == spec.ldgs
+    assert ptx_count(ptx, r"cvt\.rn\.bf16x2\.f32") == spec.ldgs * spec.num_elts // 2
+    assert ptx_count(ptx, r"shfl\.sync\.bfly") == 10
+    assert "cudaCG" not in ptx and "atom." not in ptx  # no grid group: a normal launch
+
+
+@needs_compiler
+def test_ptx_multi_cta_kernels_are_cooperative():
+    for spec in (
+        find_spec("layernorm_fwd", "tuned", 65536, BF16),
+        find_spec("layernorm_bwd", "tuned", 65536, FP32),
+    ):
+        assert spec.ctas_per_row > 1
+        ptx = compile_ptx(spec)
+        assert "cudaCGGetIntrinsicHandle" in ptx  # numba-cuda launches it cooperatively
+        assert ptx_count(ptx, r"atom\.global\.add") >= 2  # the workspace barrier
+        assert ".local" not in ptx
+
+
+@needs_compiler
+@pytest.mark.parametrize(
+    "op, kind, hidden, dtypes, fused_add",
+    [
+        ("layernorm_bwd", "tuned", 4096, BF16, False),
+        ("rmsnorm_bwd", "general", 1024, ("fp16", "fp16", "fp16"), True),
+        ("layernorm_bwd", "general", 4096, ("bf16", "fp32", "bf16"), False),
+        ("layernorm_fwd", "general", 8192, ("fp32", "fp32", "bf16"), False),
+        ("rmsnorm_fwd", "tuned", 8192, ("fp16", "fp16", "fp16"), False),
+        ("layernorm_fwd", "tuned", 4096, ("fp32", "fp32", "fp16"), False),
+        ("layernorm_fwd", "tuned", 10240, BF16, False),  # 10 vectors a thread: still unrolled
+    ],
+)
+def test_ptx_representative_kernels(op, kind, hidden, dtypes, fused_add):
+    spec = find_spec(op, kind, hidden, dtypes, fused_add)
+    t0 = time.perf_counter()
+    ptx = compile_ptx(spec)
+    elapsed = time.perf_counter() - t0
+    assert ".local" not in ptx
+    assert "ld.global.nc.v4.u32" in ptx or spec.num_elts * 2 < 16
+    assert (ptx_count(ptx, r"cudaCG") > 0) == (spec.ctas_per_row > 1)
+    assert elapsed < 60
+
+
+@needs_compiler
+def test_ptx_before_sm80_rounds_bf16_in_software():
+    spec = find_spec("layernorm_fwd", "tuned", 4096, BF16)
+    ptx = compile_ptx(spec, "sm_75")
+    assert "cvt.rn.bf16" not in ptx and ".local" not in ptx
+
+
+@needs_compiler
+@pytest.mark.slow
+def test_ptx_every_registry_kernel():
+    """All distinct kernels (~380; several minutes on two cores): none keeps its row in memory."""
+    times, failures = [], []
+    for spec in all_specs():
+        t0 = time.perf_counter()
+        ptx = compile_ptx(spec)
+        times.append(time.perf_counter() - t0)
+        if ".local" in ptx or (("cudaCG" in ptx) != (spec.ctas_per_row > 1)):
+            failures.append(spec)
+    print(
+        f"\n{len(times)} kernels: total {sum(times):.0f} s, median {np.median(times):.2f} s, "
+        f"max {max(times):.2f} s"
+    )
+    assert not failures, failures[:5]
