@@ -4,7 +4,7 @@ A :class:`~numba_norms.planner.NormSpec` maps to C++ name expressions of the ker
 :func:`compile_spec` compiles them through :func:`rtc.compile` (with this package directory as
 the include path, so ``norms.cuh`` is found and is part of the cache key). Loaded kernels are
 cached per ``(spec.kernel_key, device)``; launch records (kernels, grids, int32 constants,
-scratch addresses) are cached per plan object, so a call costs a dict lookup, a few attribute
+scratch offsets) are cached per plan object, so a call costs a dict lookup, a few attribute
 reads and the ``rtc.launch`` calls.
 """
 
@@ -161,20 +161,16 @@ def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
     ks = _kernels.get(key)
     if ks is not None:
         return ks
+    # No lock around the compile: rtc compiles concurrent equal requests once and different
+    # specs concurrently, and caches loaded kernels per device.
+    mod = compile_spec(spec)
+    loaded = [mod.kernel(n) for n in _names(spec)]
+    if loaded[0].device != device:
+        raise RuntimeError(
+            f"norm kernels requested for device {device} while device {loaded[0].device} is current"
+        )
     with _kernels_lock:
-        ks = _kernels.get(key)
-        if ks is None:
-            mod = compile_spec(spec)
-            names = _names(spec)
-            loaded = [mod.kernel(n) for n in names]
-            if loaded[0].device != device:
-                raise RuntimeError(
-                    f"norm kernels requested for device {device} while device "
-                    f"{loaded[0].device} is current"
-                )
-            ks = (loaded[0], loaded[1] if len(loaded) > 1 else None)
-            _kernels[key] = ks
-    return ks
+        return _kernels.setdefault(key, (loaded[0], loaded[1] if len(loaded) > 1 else None))
 
 
 def occupancy(spec: NormSpec) -> int:
@@ -282,16 +278,8 @@ def _row_stride(t: Any) -> int:
     return t.rows_cols()[2]
 
 
-def _memset_d32(ptr: int, value: int, count: int, stream: int) -> None:
-    from cuda.bindings import driver
-
-    (err,) = driver.cuMemsetD32Async(ptr, value, count, stream)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuMemsetD32Async failed: {err}")
-
-
-# rtc.memset_d32_async is the intended entry point; use the driver directly until it exists.
-_memset = getattr(rtc, "memset_d32_async", None) or _memset_d32
+# Zeroes the inter-CTA barrier counters on the launch stream (a module attribute: tests fake it).
+_memset = rtc.memset_d32_async
 
 
 def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int, int]:

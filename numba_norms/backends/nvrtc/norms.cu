@@ -145,7 +145,48 @@ struct CtaCounts {
   }
 };
 
+// gamma or beta slice of this thread, loaded once per CTA. 16-bit weights stay packed (half the
+// registers; the row slice of x needs most of them) and are widened at each use; fp32 weights
+// have the zero-centered shift folded in at load.
+template <typename Tw, int LDGS, int NUM_ELTS, bool GENERAL>
+struct Weights {
+  static constexpr bool PACKED = !same_type<Tw, float>::value;
+  Pack<Tw, NUM_ELTS> p[LDGS];
+  float shift;
+
+  __device__ __forceinline__ void load(const Tw* w, int col0, int col_step, int cols, float s) {
+    shift = s;
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      p[it].template load_cols<GENERAL>(w, col0 + it * col_step, cols);
+    }
+    if constexpr (!PACKED) {
+      if (s != 0.f) {
+#pragma unroll
+        for (int it = 0; it < LDGS; ++it)
+#pragma unroll
+          for (int j = 0; j < NUM_ELTS; ++j) p[it].w[j] = __float_as_uint(p[it].get(j) + s);
+      }
+    }
+  }
+  __device__ __forceinline__ float operator()(int it, int j) const {
+    if constexpr (PACKED) {
+      return p[it].get(j) + shift;
+    } else {
+      return p[it].get(j);
+    }
+  }
+};
+
 }  // namespace nn
+
+// Minimum resident CTAs per SM asked of ptxas (register cap); tunable per build with -D.
+#ifndef NN_FWD_MIN_CTAS
+#define NN_FWD_MIN_CTAS 1
+#endif
+#ifndef NN_BWD_MIN_CTAS
+#define NN_BWD_MIN_CTAS 1
+#endif
 
 // ------------------------------------------------------------------------------------------------
 // Forward
@@ -153,13 +194,12 @@ struct CtaCounts {
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
           int LDGS, bool GENERAL, bool RMS>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_FWD_MIN_CTAS)
     norm_fwd(const Ti* x, const Tw* gamma, const Tw* beta, To* y, float* mu, float* rsigma,
              int rows, int cols, long long x_stride, long long y_stride, float eps,
              int zero_centered, float* stats, int* barrier, const float* scale, float* amax,
              float* scale_inv) {
   using namespace nn;
-  static_assert(!is_half16<To>::value || NUM_ELTS % 2 == 0 || NUM_ELTS == 1, "odd vector");
   static_assert(same_type<To, float>::value || is_half16<To>::value, "FP8 output: not yet");
   (void)scale, (void)amax, (void)scale_inv;
   __shared__ float2 red[2][WARPS_M][WARPS_N];
@@ -167,20 +207,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
 
   // Weights: once per CTA, outside the row loop.
-  float g[LDGS][NUM_ELTS];
-  float b[LDGS][NUM_ELTS];
-#pragma unroll
-  for (int it = 0; it < LDGS; ++it) {
-    const int col = geo.col0 + it * geo.col_step;
-    load_vec<Tw, NUM_ELTS, GENERAL>(g[it], gamma, col, cols);
-    if constexpr (!RMS) load_vec<Tw, NUM_ELTS, GENERAL>(b[it], beta, col, cols);
-  }
-  if (zero_centered) {
-#pragma unroll
-    for (int it = 0; it < LDGS; ++it)
-#pragma unroll
-      for (int j = 0; j < NUM_ELTS; ++j) g[it][j] += 1.f;
-  }
+  Weights<Tw, LDGS, NUM_ELTS, GENERAL> g, b;
+  g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
+  if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
 
   const float rn = 1.f / (float)cols;
   WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL> wcounts;
@@ -190,7 +219,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
       GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>(geo.col0 - geo.lane * NUM_ELTS, geo.col_step,
                                                     cols)
               : (float)(LDGS * 32 * NUM_ELTS);
-  const float inv_n_warp = n_warp > 0.f ? 1.f / n_warp : 0.f;
   ChanFolder<WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> wchan{wcounts, 0.f};
   ChanFolder<CtaCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> cchan{{geo.col_step, cols}, 0.f};
   SumFolder sum;
@@ -234,7 +262,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
       for (int it = 0; it < LDGS; ++it)
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) s += v[it][j];
-      const float m_w = warp_sum(s) * inv_n_warp;
+      const float m_w = warp_sum(s) / (n_warp > 0.f ? n_warp : 1.f);  // empty warp: mean 0
       float m2 = 0.f;
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
@@ -263,9 +291,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
           if constexpr (RMS) {
-            o[j] = v[it][j] * rs * g[it][j];
+            o[j] = v[it][j] * rs * g(it, j);
           } else {
-            o[j] = (v[it][j] - mean) * rs * g[it][j] + b[it][j];
+            o[j] = (v[it][j] - mean) * rs * g(it, j) + b(it, j);
           }
         }
         store_vec<To, NUM_ELTS, GENERAL>(yr, geo.col0 + it * geo.col_step, cols, o);
@@ -280,7 +308,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
           int LDGS, bool GENERAL, bool RMS, bool ADD>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_BWD_MIN_CTAS)
     norm_bwd(const To* dy, const Ti* x, const float* mu, const float* rsigma, const Tw* gamma,
              Ti* dx, const Ti* add, float* dgamma_part, float* dbeta_part, int rows, int cols,
              long long dy_stride, long long x_stride, long long dx_stride, long long add_stride,
@@ -291,17 +319,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
 
-  float g[LDGS][NUM_ELTS];
-#pragma unroll
-  for (int it = 0; it < LDGS; ++it) {
-    load_vec<Tw, NUM_ELTS, GENERAL>(g[it], gamma, geo.col0 + it * geo.col_step, cols);
-  }
-  if (zero_centered) {
-#pragma unroll
-    for (int it = 0; it < LDGS; ++it)
-#pragma unroll
-      for (int j = 0; j < NUM_ELTS; ++j) g[it][j] += 1.f;
-  }
+  Weights<Tw, LDGS, NUM_ELTS, GENERAL> g;
+  g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
 
   // Per-column dgamma/dbeta partial sums over this thread's rows.
   float dg[LDGS][NUM_ELTS];
@@ -323,7 +342,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     // Out-of-range rows and columns read as zeros, which add nothing to any sum below.
     float xv[LDGS][NUM_ELTS];
     float dyv[LDGS][NUM_ELTS];
-    float av[ADD ? LDGS : 1][NUM_ELTS];
+    Pack<Ti, NUM_ELTS> ap[ADD ? LDGS : 1];  // the fused add, widened when used
     const Ti* xr = x + (long long)row * x_stride;
     const To* dyr = dy + (long long)row * dy_stride;
     const Ti* ar = add + (long long)row * add_stride;
@@ -333,7 +352,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
       if (valid) {
         load_vec<Ti, NUM_ELTS, GENERAL>(xv[it], xr, col, cols);
         load_vec<To, NUM_ELTS, GENERAL>(dyv[it], dyr, col, cols);
-        if constexpr (ADD) load_vec<Ti, NUM_ELTS, GENERAL>(av[it], ar, col, cols);
+        if constexpr (ADD) ap[it].template load_cols<GENERAL>(ar, col, cols);
       } else {
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) xv[it][j] = dyv[it][j] = 0.f;
@@ -350,7 +369,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
       for (int j = 0; j < NUM_ELTS; ++j) {
         const float xhat = RMS ? xv[it][j] * rs : (xv[it][j] - m) * rs;
         const float d = dyv[it][j];
-        const float dyg = d * g[it][j];
+        const float dyg = d * g(it, j);
         dg[it][j] += d * xhat;
         if constexpr (!RMS) {
           db[it][j] += d;
@@ -380,9 +399,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
           if constexpr (RMS) {
             o[j] = rs * (dyv[it][j] - mean_dyg_xhat * xv[it][j]);
           } else {
-            o[j] = rs * (dyv[it][j] - mean_dyg_xhat * xv[it][j] - mean_dyg);
+            o[j] = rs * (dyv[it][j] - (mean_dyg_xhat * xv[it][j] + mean_dyg));
           }
-          if constexpr (ADD) o[j] += av[it][j];
+          if constexpr (ADD) o[j] += ap[it].get(j);
         }
         store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
       }

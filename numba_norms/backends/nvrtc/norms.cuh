@@ -41,7 +41,9 @@ __device__ __forceinline__ float hi16_to_float(unsigned w, fp16) {
   return f;
 }
 // bf16 is the upper half of an fp32: widening is a shift (or a mask for the high element).
-__device__ __forceinline__ float lo16_to_float(unsigned w, bf16) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float lo16_to_float(unsigned w, bf16) {
+  return __uint_as_float(w << 16);
+}
 __device__ __forceinline__ float hi16_to_float(unsigned w, bf16) {
   return __uint_as_float(w & 0xffff0000u);
 }
@@ -114,22 +116,42 @@ struct Pack {
     }
   }
 
-  __device__ __forceinline__ void to_float(float (&f)[N]) const {
+  // Element j (a compile-time index once unrolled) widened to float.
+  __device__ __forceinline__ float get(int j) const {
     if constexpr (same_type<T, float>::value) {
-#pragma unroll
-      for (int i = 0; i < N; ++i) f[i] = __uint_as_float(w[i]);
+      return __uint_as_float(w[j]);
     } else {
       static_assert(is_half16<T>::value, "unsupported storage type");
-      if constexpr (N == 1) {
-        f[0] = lo16_to_float(w[0], T());
-      } else {
+      return (j & 1) ? hi16_to_float(w[j >> 1], T()) : lo16_to_float(w[j >> 1], T());
+    }
+  }
+
+  // Vector at row[col..col+N); the general kernel zero-fills columns at or past `cols` and reads
+  // a partial last vector element by element.
+  template <bool GENERAL>
+  __device__ __forceinline__ void load_cols(const T* row, int col, int cols) {
+    if (!GENERAL || col + N <= cols) {
+      load(row + col);
+    } else {
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) {
-          f[2 * i] = lo16_to_float(w[i], T());
-          f[2 * i + 1] = hi16_to_float(w[i], T());
+      for (int i = 0; i < WORDS; ++i) w[i] = 0u;
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        if (col + j < cols) {
+          if constexpr (sizeof(T) == 4) {
+            w[j] = *reinterpret_cast<const unsigned*>(row + col + j);
+          } else {
+            const unsigned bits = *reinterpret_cast<const unsigned short*>(row + col + j);
+            w[j >> 1] |= bits << (16 * (j & 1));
+          }
         }
       }
     }
+  }
+
+  __device__ __forceinline__ void to_float(float (&f)[N]) const {
+#pragma unroll
+    for (int j = 0; j < N; ++j) f[j] = get(j);
   }
 
   __device__ __forceinline__ void from_float(const float (&f)[N]) {
@@ -149,15 +171,6 @@ struct Pack {
 };
 
 template <typename T>
-__device__ __forceinline__ float load_elem(const T* p) {
-  Pack<T, 1> v;
-  v.load(p);
-  float f[1];
-  v.to_float(f);
-  return f[0];
-}
-
-template <typename T>
 __device__ __forceinline__ void store_elem(T* p, float x) {
   const float f[1] = {x};
   Pack<T, 1> v;
@@ -165,18 +178,12 @@ __device__ __forceinline__ void store_elem(T* p, float x) {
   v.store(p);
 }
 
-// Vector of N elements at row[col..col+N). The general kernel zero-fills and skips columns at or
-// past `cols` (a partial last vector is read element by element).
+// Vector of N elements at row[col..col+N) as floats (see Pack::load_cols).
 template <typename T, int N, bool GENERAL>
 __device__ __forceinline__ void load_vec(float (&f)[N], const T* row, int col, int cols) {
-  if (!GENERAL || col + N <= cols) {
-    Pack<T, N> v;
-    v.load(row + col);
-    v.to_float(f);
-  } else {
-#pragma unroll
-    for (int j = 0; j < N; ++j) f[j] = col + j < cols ? load_elem(row + col + j) : 0.f;
-  }
+  Pack<T, N> v;
+  v.template load_cols<GENERAL>(row, col, cols);
+  v.to_float(f);
 }
 
 template <typename T, int N, bool GENERAL>
@@ -220,19 +227,11 @@ __device__ __forceinline__ void chan_merge(float& na, float2& a, float nb, float
     const float n = na + nb;
     const float delta = b.x - a.x;
     const float fb = nb / n;
-    a.x += delta * fb;
-    a.y += b.y + delta * delta * na * fb;
+    a.x = a.x + delta * fb;
+    a.y = a.y + b.y + delta * delta * na * fb;
     na = n;
   }
 }
-
-// Plain sums, in order.
-struct SumFold {
-  __device__ __forceinline__ void operator()(float2& acc, float2 v, int) const {
-    acc.x += v.x;
-    acc.y += v.y;
-  }
-};
 
 // ------------------------------------------------------------------------------------------------
 // Uncached (L2) accesses of the inter-CTA statistics: another CTA wrote them, and an L1 line

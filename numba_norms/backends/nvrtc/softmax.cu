@@ -13,11 +13,14 @@
 // prescaled by scale * log2e on load, so each element costs one FMUL and one MUFU.EX2.
 #include "norms.cuh"
 
-namespace nnsm {
+// The launcher compiles kernels for plans with one CTA a row with SOFTMAX_MULTI_CTA=0, which
+// drops the inter-CTA exchange. The default build serves any number of CTAs a row, as the
+// contract says.
+#ifndef SOFTMAX_MULTI_CTA
+#define SOFTMAX_MULTI_CTA 1
+#endif
 
-constexpr float kLog2e = 1.4426950408889634f;
-// TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
-constexpr float kMaskedScore = -10000.0f * kLog2e;
+namespace nnsm {
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
@@ -79,52 +82,38 @@ __device__ __forceinline__ void clear(unsigned (&w)[W]) {
   for (int i = 0; i < W; ++i) w[i] = 0u;
 }
 
-// The words of a vector as one little-endian integer, shifted by one element of BITS bits.
-template <int BITS, int W>
-__device__ __forceinline__ void shift_up(unsigned (&w)[W]) {
-#pragma unroll
-  for (int i = W - 1; i > 0; --i) {
-    w[i] = BITS == 32 ? w[i - 1] : (w[i] << (BITS % 32)) | (w[i - 1] >> ((32 - BITS) % 32));
-  }
-  w[0] = BITS == 32 ? 0u : w[0] << (BITS % 32);
-}
-template <int BITS, int W>
-__device__ __forceinline__ void shift_down(unsigned (&w)[W]) {
-#pragma unroll
-  for (int i = 0; i < W - 1; ++i) {
-    w[i] = BITS == 32 ? w[i + 1] : (w[i] >> (BITS % 32)) | (w[i + 1] << ((32 - BITS) % 32));
-  }
-  w[W - 1] = BITS == 32 ? 0u : w[W - 1] >> (BITS % 32);
-}
-
 // The first n (0 < n < N) elements of BYTES bytes at src into w, zeros after: the partial last
-// vector of a row. A rolled loop of shifts, so the rare tail adds little code.
-template <int BYTES, int W>
+// vector of a row (predicated element accesses, no branches).
+template <int BYTES, int N, int W>
 __device__ __forceinline__ void load_partial(unsigned (&w)[W], const void* src, int n) {
   clear(w);
-#pragma unroll 1
-  for (int j = n - 1; j >= 0; --j) {
-    shift_up<8 * BYTES>(w);
-    if constexpr (BYTES == 4) {
-      w[0] = static_cast<const unsigned*>(src)[j];
-    } else if constexpr (BYTES == 2) {
-      w[0] |= static_cast<const unsigned short*>(src)[j];
-    } else {
-      w[0] |= static_cast<const unsigned char*>(src)[j];
+#pragma unroll
+  for (int j = 0; j < N - 1; ++j) {
+    if (j < n) {
+      constexpr int PER = 4 / BYTES;  // elements per word
+      const int shift = 8 * BYTES * (j % PER);
+      if constexpr (BYTES == 4) {
+        w[j] = static_cast<const unsigned*>(src)[j];
+      } else if constexpr (BYTES == 2) {
+        w[j / PER] |= (unsigned)static_cast<const unsigned short*>(src)[j] << shift;
+      } else {
+        w[j / PER] |= (unsigned)static_cast<const unsigned char*>(src)[j] << shift;
+      }
     }
   }
 }
 
-template <int BYTES, int W>
-__device__ __forceinline__ void store_partial(unsigned (&w)[W], void* dst, int n) {
-#pragma unroll 1
-  for (int j = 0; j < n; ++j) {
-    if constexpr (BYTES == 4) {
-      static_cast<unsigned*>(dst)[j] = w[0];
-    } else {
-      static_cast<unsigned short*>(dst)[j] = (unsigned short)w[0];
+template <int BYTES, int N, int W>
+__device__ __forceinline__ void store_partial(const unsigned (&w)[W], void* dst, int n) {
+#pragma unroll
+  for (int j = 0; j < N - 1; ++j) {
+    if (j < n) {
+      if constexpr (BYTES == 4) {
+        static_cast<unsigned*>(dst)[j] = w[j];
+      } else {
+        static_cast<unsigned short*>(dst)[j] = (unsigned short)(w[j / 2] >> (16 * (j % 2)));
+      }
     }
-    shift_down<8 * BYTES>(w);
   }
 }
 
@@ -142,6 +131,26 @@ struct Tail {
     mine = n != 0 && col >= col0 && (col - col0) % col_step == 0;
   }
 };
+
+__device__ __forceinline__ int ld_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// The contract's inter-CTA arrival barrier (docs/design.md): thread 0 releases (fence + add)
+// and polls with acquire loads; the poll loop is a CTA-wide vote, so it is uniform control flow
+// (thread 0 spinning alone is a divergent loop, for which ptxas spills a convergence-barrier
+// register to the stack in some instantiations). All threads must call it.
+__device__ __forceinline__ void arrive_and_wait(int* counter, int target) {
+  __syncthreads();  // this CTA's stats stores happen before thread 0's release
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1);
+  }
+  while (!__syncthreads_and(threadIdx.x != 0 || ld_acquire(counter) >= target)) {
+  }
+}
 
 // Stats slot of (CTA c, this row) in buffer (trip & 1): [2][ctas_per_col][WARPS_M][ctas][2].
 template <int WARPS_M>
@@ -163,19 +172,25 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
   constexpr bool MASKED = VARIANT == 1;
   constexpr bool CAUSAL = VARIANT >= 2;
   static_assert(VARIANT >= 0 && VARIANT <= 3, "unknown variant");
+  constexpr float kLog2e = 1.4426950408889634f;
+  // TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
+  constexpr float kMaskedScore = -10000.0f * kLog2e;
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
   const int ctas = gridDim.x;  // CTAs sharing a row
+  if (!SOFTMAX_MULTI_CTA && ctas > 1) __trap();  // a single-CTA build launched wrongly
   const int col0 = ((blockIdx.x * WARPS_N + warp_n) * 32 + lane) * N;
   const int col_step = ctas * WARPS_N * 32 * N;
   const int rows_step = gridDim.y * WARPS_M;
-  const int trips = (rows + rows_step - 1) / rows_step;
+  const int trips = (rows - 1) / rows_step + 1;  // rows >= 1; no overflow near INT_MAX
   const float k = scale * kLog2e;
   const Tail tail(cols, N, col0, col_step);
 
+  // Two exchanges a trip through separate arrays: a warp can only rewrite one after every warp
+  // has passed the other's barrier, i.e. has finished reading it.
   __shared__ float s_max[WARPS_M][WARPS_N];
   __shared__ float s_sum[WARPS_M][WARPS_N];
   __shared__ int s_keep[WARPS_M][WARPS_N];
@@ -199,8 +214,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     clear(xt.w);
     clear(mt.w);
     if (tail.mine && tail.col < lim) {
-      load_partial<sizeof(T)>(xt.w, xr + tail.col, tail.n);
-      if constexpr (MASKED) load_partial<1>(mt.w, mr + tail.col, tail.n);
+      load_partial<sizeof(T), N>(xt.w, xr + tail.col, tail.n);
+      if constexpr (MASKED) load_partial<1, N>(mt.w, mr + tail.col, tail.n);
     }
 
     // Load, scale into the log2 domain, apply the mask; the row maximum along the way.
@@ -275,54 +290,52 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     // causal ones know it from lim (the same in every CTA of the row).
     bool row_keep = MASKED ? keep : (CAUSAL ? lim > 0 : true);
     float factor;
-    if (ctas > 1) {
+    if (SOFTMAX_MULTI_CTA && ctas > 1) {
       // One (max, sum) pair per CTA; for the masked variant the sum's sign carries "this CTA
       // keeps nothing" (every CTA owns a column, so its sum is >= 1 and the sign is free).
       float* buf = stats_row<WARPS_M>(stats, trip, warp_m);
       if (valid && warp_n == 0 && lane == 0) {
         nn::st_cg(buf + 2 * blockIdx.x, make_float2(m, MASKED && !keep ? -s : s));
       }
-      nn::inter_cta_barrier(barrier + blockIdx.y, (trip + 1) * ctas);
-      factor = 0.f;
-      if (valid) {
-        float gm = neg_inf();
+      arrive_and_wait(barrier + blockIdx.y, (trip + 1) * ctas);
+      // Every CTA merges all pairs in CTA order, so all agree bitwise. (Rows past the end read
+      // unwritten slots and store nothing.)
+      float gm = neg_inf();
 #pragma unroll 1
-        for (int c = 0; c < ctas; ++c) gm = fmaxf(gm, nn::ld_cg(buf + 2 * c).x);
-        float gs = 0.f;
-        bool any = false;
+      for (int c = 0; c < ctas; ++c) gm = fmaxf(gm, nn::ld_cg(buf + 2 * c).x);
+      float gs = 0.f;
+      bool any = false;
 #pragma unroll 1
-        for (int c = 0; c < ctas; ++c) {
-          const float2 p = nn::ld_cg(buf + 2 * c);
-          gs += fabsf(p.y) * ex2(p.x - gm);
-          any |= p.y > 0.f;
-        }
-        if constexpr (MASKED) row_keep = any;
-        // A CTA whose columns are all excluded has only zeros (and must not scale them by inf).
-        if (row_keep && m != neg_inf()) factor = ex2(m - gm) * rcp(gs);
+      for (int c = 0; c < ctas; ++c) {
+        const float2 p = nn::ld_cg(buf + 2 * c);
+        gs += fabsf(p.y) * ex2(p.x - gm);
+        any |= p.y > 0.f;
       }
+      if constexpr (MASKED) row_keep = any;
+      // A CTA whose columns are all excluded holds only zeros (not to be scaled by inf).
+      factor = row_keep && m != neg_inf() ? ex2(m - gm) * rcp(gs) : 0.f;
     } else {
       factor = row_keep ? rcp(s) : 0.f;
     }
 
-    if (valid) {
-      T* yr = y + row * y_stride;
-      nn::Pack<T, N> yt;
+    // Excluded columns hold ex2(-inf) = 0, so they store exact zeros; vectors wholly past the
+    // causal limit are zeroed outright (also when the row holds NaN or inf).
+    T* yr = y + row * y_stride;
+    nn::Pack<T, N> yt;
+    clear(yt.w);
 #pragma unroll
-      for (int it = 0; it < LDGS; ++it) {
-        const int c = col0 + it * col_step;
-        float f[N];
+    for (int it = 0; it < LDGS; ++it) {
+      const int c = col0 + it * col_step;
+      float f[N];
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-          f[j] = v[it][j] * factor;
-          if constexpr (CAUSAL) f[j] = c + j < lim ? f[j] : 0.f;  // exact zeros, even for NaN
-        }
-        nn::Pack<T, N> p;
-        p.from_float(f);
-        if (c + N <= cols) p.store(yr + c);
-        if (c == tail.col) yt = p;
-      }
-      if (tail.mine) store_partial<sizeof(T)>(yt.w, yr + tail.col, tail.n);
+      for (int j = 0; j < N; ++j) f[j] = v[it][j] * factor;
+      nn::Pack<T, N> p;
+      p.from_float(f);
+      if (CAUSAL && c >= lim) clear(p.w);
+      if (valid && c + N <= cols) p.store(yr + c);
+      if (c == tail.col) yt = p;
     }
+    if (valid && tail.mine) store_partial<sizeof(T), N>(yt.w, yr + tail.col, tail.n);
   }
 }
 
@@ -341,13 +354,16 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
   const int ctas = gridDim.x;
+  if (!SOFTMAX_MULTI_CTA && ctas > 1) __trap();
   const int col0 = ((blockIdx.x * WARPS_N + warp_n) * 32 + lane) * N;
   const int col_step = ctas * WARPS_N * 32 * N;
   const int rows_step = gridDim.y * WARPS_M;
-  const int trips = (rows + rows_step - 1) / rows_step;
+  const int trips = (rows - 1) / rows_step + 1;  // rows >= 1; no overflow near INT_MAX
   const Tail tail(cols, N, col0, col_step);
 
-  __shared__ float s_sum[WARPS_M][WARPS_N];
+  // Double-buffered by trip parity: one barrier a trip, and a warp that runs ahead into the
+  // next trip must not overwrite partials that slower warps are still reading.
+  __shared__ float s_sum[2][WARPS_M][WARPS_N];
 
   for (int trip = 0; trip < trips; ++trip) {
     const int row = (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
@@ -359,8 +375,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     clear(dt.w);
     clear(yt.w);
     if (tail.mine && valid) {
-      load_partial<sizeof(T)>(dt.w, dyr + tail.col, tail.n);
-      load_partial<sizeof(T)>(yt.w, yr + tail.col, tail.n);
+      load_partial<sizeof(T), N>(dt.w, dyr + tail.col, tail.n);
+      load_partial<sizeof(T), N>(yt.w, yr + tail.col, tail.n);
     }
 
     // The row stays in registers as raw packs (half the registers of fp32 for 16-bit types);
@@ -390,42 +406,40 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
     }
     dot = nn::warp_sum(dot);
     if constexpr (WARPS_N > 1) {
-      if (lane == 0) s_sum[warp_m][warp_n] = dot;
+      float(&part)[WARPS_N] = s_sum[trip & 1][warp_m];
+      if (lane == 0) part[warp_n] = dot;
       __syncthreads();
-      dot = s_sum[warp_m][0];
+      dot = part[0];
 #pragma unroll
-      for (int w = 1; w < WARPS_N; ++w) dot += s_sum[warp_m][w];
+      for (int w = 1; w < WARPS_N; ++w) dot += part[w];
     }
-    if (ctas > 1) {
+    if (SOFTMAX_MULTI_CTA && ctas > 1) {
       float* buf = stats_row<WARPS_M>(stats, trip, warp_m);
       if (valid && warp_n == 0 && lane == 0) {
         nn::st_cg(buf + 2 * blockIdx.x, make_float2(dot, 0.f));
       }
-      nn::inter_cta_barrier(barrier + blockIdx.y, (trip + 1) * ctas);
-      if (valid) {
-        dot = 0.f;
+      arrive_and_wait(barrier + blockIdx.y, (trip + 1) * ctas);
+      dot = 0.f;
 #pragma unroll 1
-        for (int c = 0; c < ctas; ++c) dot += nn::ld_cg(buf + 2 * c).x;
-      }
+      for (int c = 0; c < ctas; ++c) dot += nn::ld_cg(buf + 2 * c).x;
     }
 
-    if (valid) {
-      T* dxr = dx + row * dx_stride;
-      nn::Pack<T, N> xt;
+    T* dxr = dx + row * dx_stride;
+    nn::Pack<T, N> xt;
+    clear(xt.w);
 #pragma unroll
-      for (int it = 0; it < LDGS; ++it) {
-        const int c = col0 + it * col_step;
-        float fd[N], fy[N], f[N];
-        pd[it].to_float(fd);
-        py[it].to_float(fy);
+    for (int it = 0; it < LDGS; ++it) {
+      const int c = col0 + it * col_step;
+      float fd[N], fy[N], f[N];
+      pd[it].to_float(fd);
+      py[it].to_float(fy);
 #pragma unroll
-        for (int j = 0; j < N; ++j) f[j] = scale * fy[j] * (fd[j] - dot);
-        nn::Pack<T, N> p;
-        p.from_float(f);
-        if (c + N <= cols) p.store(dxr + c);
-        if (c == tail.col) xt = p;
-      }
-      if (tail.mine) store_partial<sizeof(T)>(xt.w, dxr + tail.col, tail.n);
+      for (int j = 0; j < N; ++j) f[j] = scale * fy[j] * (fd[j] - dot);
+      nn::Pack<T, N> p;
+      p.from_float(f);
+      if (valid && c + N <= cols) p.store(dxr + c);
+      if (c == tail.col) xt = p;
     }
+    if (valid && tail.mine) store_partial<sizeof(T), N>(xt.w, dxr + tail.col, tail.n);
   }
 }

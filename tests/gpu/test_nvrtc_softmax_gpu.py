@@ -1,0 +1,347 @@
+"""NVRTC fused-softmax kernels on a GPU, driven directly through the backend launchers.
+
+No dispatch and no ``ops`` layer: each case selects the registry entry, specialises and plans it
+with the planner (the device's real limits and the kernel's occupancy), launches through
+``numba_norms.backends.nvrtc.softmax`` on Numba device arrays and compares with float64 numpy
+references. Covers all four variants forward and the backward for fp32/fp16/bf16 over key
+lengths from 1 to 131072 (several CTAs a row past 16384: cooperative launches with the inter-CTA
+barrier), odd batch/head/query counts, masks with fully-masked rows and mask batch 1 vs b,
+aligned causal with sk < sq, padded rows (the partial last vector), exact zeros at masked and
+excluded positions, untouched padding and bitwise-identical repeated runs.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from numba import cuda
+
+import rtc
+from numba_norms import planner, registry
+from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from numba_norms.backends.nvrtc import softmax as nv
+from tests.conftest import HAS_GPU
+
+pytestmark = [pytest.mark.gpu]
+if not HAS_GPU:
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+DTYPES = ["fp32", "fp16", "bf16"]
+VARIANTS = ["scaled", "masked", "upper_triang", "aligned_causal"]
+KEYS = [1, 7, 32, 128, 1000, 2048, 4097, 16384, 32768, 131072]
+NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+STORAGE = {"fp32": np.float32, "fp16": np.uint16, "bf16": np.uint16, "uint8": np.uint8}
+# Relative to max|reference|.
+TOL = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}
+SCALE = 0.37
+
+
+def _limits() -> planner.DeviceLimits:
+    info = rtc.device_info()
+    return planner.DeviceLimits(
+        sm_count=info.sm_count,
+        max_threads_per_block=info.max_threads_per_block,
+        max_shared_per_block_optin=info.max_shared_per_block_optin,
+        cooperative=bool(info.cooperative_launch),
+        name=info.name,
+    )
+
+
+LIMITS = _limits()
+
+
+class DevTensor:
+    """The Tensor attributes the NVRTC launcher reads, over a 2-D Numba device array view."""
+
+    def __init__(self, base, dtype: str, cols: int | None = None) -> None:
+        self.base = base  # keeps the allocation alive; copied back whole
+        view = base if cols is None else base[:, :cols]
+        self.dtype = dtype
+        self.itemsize = base.dtype.itemsize
+        self.ptr = int(view.__cuda_array_interface__["data"][0])
+        self.shape = tuple(view.shape)
+        self.strides = tuple(s // self.itemsize for s in view.strides)
+        self.device = cuda.get_current_device().id
+
+    def rows_cols(self) -> tuple[int, int, int]:
+        if len(self.shape) == 1:
+            return 1, self.shape[0], self.shape[0]
+        return self.shape[0], self.shape[1], self.strides[0]
+
+    def alignment(self) -> int:
+        a = min(256, self.ptr & -self.ptr)
+        if len(self.shape) == 2 and self.shape[0] > 1:
+            pitch = self.strides[0] * self.itemsize
+            a = min(a, pitch & -pitch)
+        return a
+
+    def raw(self) -> np.ndarray:
+        return self.base.copy_to_host()
+
+    def bits(self) -> np.ndarray:
+        """The raw bytes (NaN padding compares equal to itself)."""
+        return self.raw().view(np.uint8)
+
+    def host(self, cols: int | None = None) -> np.ndarray:
+        a = self.raw()
+        if self.dtype != "uint8":
+            a = a.view(NP[self.dtype])
+        a = a.astype(np.float64)
+        return a if cols is None else a[:, :cols]
+
+
+def _device(a: np.ndarray, dtype: str, cols: int | None = None) -> tuple[DevTensor, np.ndarray]:
+    """``a`` rounded to ``dtype`` on the device, and the rounded values (float64)."""
+    typed = np.asarray(a, np.float64).astype(NP[dtype])
+    t = DevTensor(cuda.to_device(np.ascontiguousarray(typed.view(STORAGE[dtype]))), dtype, cols)
+    vals = typed.astype(np.float64)
+    return t, (vals if cols is None else vals[:, :cols])
+
+
+# NaN bit patterns: padding past `cols` must come back untouched.
+_FILL = {"fp32": np.uint32(0x7FC00001), "fp16": np.uint16(0x7E01), "bf16": np.uint16(0x7FC1)}
+
+
+def _empty(shape, dtype: str, cols: int | None = None) -> DevTensor:
+    fill = np.full(shape, _FILL[dtype]).view(STORAGE[dtype])
+    return DevTensor(cuda.to_device(fill), dtype, cols)
+
+
+def _padding_intact(t: DevTensor, cols: int) -> bool:
+    fill = _FILL[t.dtype]
+    return bool(np.all(t.raw().view(fill.dtype)[:, cols:] == fill))
+
+
+def _plan(op: str, variant: str, dtype: str, rows: int, cols: int, tensors):
+    cfg = registry.select_softmax(op, variant, dtype, cols)
+    pairs = [(t.alignment(), t.itemsize) for t in tensors]
+    vec = planner.vector_elements(pairs, cfg.num_elts)
+    spec = planner.softmax_spec(cfg, cols, vec, LIMITS)
+    occ = nv.occupancy_backward(spec) if cfg.is_backward else nv.occupancy_forward(spec)
+    plan = planner.softmax_plan(spec, rows, cols, LIMITS, occ)
+    scratch = None
+    if plan.scratch_bytes:
+        scratch = DevTensor(cuda.device_array((1, plan.scratch_bytes), np.uint8), "uint8")
+    return plan, scratch
+
+
+def _shape(variant: str, sk: int) -> tuple[int, int, int, int, int | None]:
+    """(b, h, sq, mask_batch, rows) with odd counts; few rows for long keys.
+
+    ``rows`` None means all ``b * h * sq``; upper_triang past 4097 keys checks the first 9
+    rows of a square problem (the kernel only sees i = row % sq).
+    """
+    if variant == "upper_triang":
+        if sk <= 128:
+            return 3, 1, sk, 1, None
+        return (1, 1, sk, 1, None) if sk <= 4097 else (1, 1, sk, 1, 9)
+    if sk >= 16384:
+        return 1, 3, 3, 1, None
+    if sk >= 2048:
+        return 3, 1, 5, 3, None
+    return 3, 5, 7, 3, None
+
+
+# ------------------------------------------------------------------------------------------------
+# references (float64), rows of a [rows, cols] view with query index i = r % sq
+# ------------------------------------------------------------------------------------------------
+
+
+def _ref_fwd(x, variant, sq, heads, mask, mask_batch, scale):
+    rows, cols = x.shape
+    v = x * scale
+    r = np.arange(rows)[:, None]
+    i = r % sq
+    j = np.arange(cols)[None, :]
+    keep = np.ones_like(v, bool)
+    if variant == "masked":
+        b = r[:, 0] // (heads * sq)
+        mrow = (0 if mask_batch == 1 else b) * sq + i[:, 0]
+        masked = mask[mrow] != 0
+        v = np.where(masked, -10000.0, v)
+        keep = ~masked  # masked positions must come out exactly 0 (exp(-10000 - max))
+        empty = masked.all(1, keepdims=True)
+    else:
+        if variant == "upper_triang":
+            keep = np.broadcast_to(j <= i, v.shape)
+        elif variant == "aligned_causal":
+            keep = np.broadcast_to(j <= i + (cols - sq), v.shape)
+        v = np.where(keep, v, -np.inf)
+        empty = ~keep.any(1, keepdims=True)
+    m = v.max(1, keepdims=True)
+    e = np.exp(v - np.where(np.isfinite(m), m, 0.0))
+    s = e.sum(1, keepdims=True)
+    y = e / np.where(s > 0, s, 1.0)
+    return np.where(empty, 0.0, y), keep & ~empty
+
+
+def _check(got, want, dtype, what):
+    assert not np.isnan(got).any(), f"{what}: NaN in result"
+    scale = max(float(np.abs(want).max()), 1e-30)
+    err = float(np.abs(got - want).max()) / scale
+    assert err <= TOL[dtype], f"{what}: max error {err:.3g} relative to max|ref| > {TOL[dtype]}"
+
+
+def _run_fwd(variant, dtype, b, h, sq, sk, mask_batch, rng, pad=0, repeat=False, rows=None):
+    rows = rows or b * h * sq
+    x, xv = _device(rng.standard_normal((rows, sk + pad)) * 3, dtype, sk)
+    mask = mt = None
+    if variant == "masked":
+        m = (rng.random((mask_batch * sq, sk + pad)) < 0.3).astype(np.uint8)
+        m[0] = 1  # a fully masked row (for every batch when mask_batch == 1)
+        m[min(2, len(m) - 1), : sk // 2] = 2  # nonzero means masked
+        mt = DevTensor(cuda.to_device(m), "uint8", sk)
+        mask = m[:, :sk]
+    y = _empty((rows, sk + pad), dtype, sk)
+    used = [x, y] + ([mt] if mt is not None else [])
+    plan, scratch = _plan("softmax_fwd", variant, dtype, rows, sk, used)
+    args = SoftmaxFwdArgs(x, y, mt, SCALE, sq, h, mask_batch, scratch)
+    nv.forward(plan, args, 0)
+    cuda.synchronize()
+    got = y.host(sk)
+    want, keep = _ref_fwd(xv, variant, sq, h, mask, mask_batch, SCALE)
+    what = f"{variant} {dtype} b={b} h={h} sq={sq} sk={sk} ctas={plan.ctas_per_row}"
+    _check(got, want, dtype, what)
+    assert np.all(got[~keep] == 0.0), f"{what}: masked/excluded positions are not exactly 0"
+    if pad:
+        assert _padding_intact(y, sk), f"{what}: padding written"
+    if repeat:
+        first = y.bits()
+        for _ in range(2):
+            nv.forward(plan, args, 0)
+            cuda.synchronize()
+            assert np.array_equal(y.bits(), first), f"{what}: repeated runs differ"
+    return plan
+
+
+# ------------------------------------------------------------------------------------------------
+# forward
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sk", KEYS)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward(dtype, variant, sk):
+    b, h, sq, mb, rows = _shape(variant, sk)
+    rng = np.random.default_rng(sk * 7 + VARIANTS.index(variant))
+    plan = _run_fwd(variant, dtype, b, h, sq, sk, mb, rng, repeat=sk >= 16384, rows=rows)
+    if sk > 16384:
+        assert plan.ctas_per_row > 1 and plan.cooperative
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_masked_mask_batch_one(dtype):
+    rng = np.random.default_rng(11)
+    _run_fwd("masked", dtype, 3, 5, 7, 1000, 1, rng)
+    _run_fwd("masked", dtype, 1, 3, 3, 32768, 1, rng)
+
+
+@pytest.mark.parametrize("sk", [7, 1000, 4097, 32768])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_aligned_causal_short_keys(dtype, sk):
+    """sk < sq: the first sq - sk rows keep nothing and must be all zeros."""
+    rng = np.random.default_rng(sk)
+    sq = sk + 5 if sk > 1000 else sk + sk // 2 + 3
+    if sk <= 1000:
+        _run_fwd("aligned_causal", dtype, 1, 1, sq, sk, 1, rng)
+        return
+    # Long keys: rows 0..4 of a (sk + 5)-query problem keep nothing; rows 5..8 keep 1..4.
+    rows = 9
+    x, _ = _device(rng.standard_normal((rows, sk)), dtype)
+    y = _empty((rows, sk), dtype)
+    plan, scratch = _plan("softmax_fwd", "aligned_causal", dtype, rows, sk, [x, y])
+    nv.forward(plan, SoftmaxFwdArgs(x, y, None, SCALE, sq, 1, 1, scratch), 0)
+    cuda.synchronize()
+    got = y.host()
+    want, keep = _ref_fwd(x.host(), "aligned_causal", sq, 1, None, 1, SCALE)
+    _check(got, want, dtype, f"aligned_causal sk={sk} sq={sq}")
+    assert np.all(got[~keep] == 0.0)
+    assert np.all(got[:5] == 0.0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_padded_rows(dtype, variant):
+    """Row pitch > sk with aligned pitch: full-width vectors plus a partial last vector."""
+    rng = np.random.default_rng(5)
+    for sk in (1001, 4093, 20001):
+        b, h, sq, mb = (1, 1, 9, 1) if variant == "upper_triang" else (1, 3, 3, 1)
+        plan = _run_fwd(variant, dtype, b, h, sq, sk, mb, rng, pad=16 - sk % 8, repeat=True)
+        assert plan.spec.num_elts == plan.spec.config.num_elts, "expected full-width vectors"
+
+
+# ------------------------------------------------------------------------------------------------
+# backward
+# ------------------------------------------------------------------------------------------------
+
+
+def _run_bwd(dtype, rows, sk, rng, pad=0, repeat=False, zero_cols=0):
+    p = rng.random((rows, sk + pad)) ** 4
+    if zero_cols:
+        p[:, sk - zero_cols : sk] = 0.0  # like masked / excluded positions
+    p /= p[:, :sk].sum(1, keepdims=True)
+    y, yv = _device(p, dtype, sk)
+    dy, dyv = _device(rng.standard_normal((rows, sk + pad)), dtype, sk)
+    dx = _empty((rows, sk + pad), dtype, sk)
+    plan, scratch = _plan("softmax_bwd", "scaled", dtype, rows, sk, [dy, y, dx])
+    args = SoftmaxBwdArgs(dy, y, dx, SCALE, scratch)
+    nv.backward(plan, args, 0)
+    cuda.synchronize()
+    got = dx.host(sk)
+    want = SCALE * yv * (dyv - (dyv * yv).sum(1, keepdims=True))
+    what = f"bwd {dtype} rows={rows} sk={sk} ctas={plan.ctas_per_row}"
+    _check(got, want, dtype, what)
+    if zero_cols:
+        assert np.all(got[:, sk - zero_cols :] == 0.0), f"{what}: y == 0 must give dx == 0"
+    if pad:
+        assert _padding_intact(dx, sk), f"{what}: padding written"
+    if repeat:
+        first = dx.bits()
+        for _ in range(2):
+            nv.backward(plan, args, 0)
+            cuda.synchronize()
+            assert np.array_equal(dx.bits(), first), f"{what}: repeated runs differ"
+    return plan
+
+
+@pytest.mark.parametrize("sk", KEYS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_backward(dtype, sk):
+    rows = 7 if sk >= 16384 else 105
+    rng = np.random.default_rng(sk + 3)
+    plan = _run_bwd(dtype, rows, sk, rng, repeat=sk >= 16384, zero_cols=sk // 3)
+    if sk > 16384:
+        assert plan.ctas_per_row > 1 and plan.cooperative
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_backward_padded(dtype):
+    rng = np.random.default_rng(9)
+    for sk in (1001, 20001):
+        _run_bwd(dtype, 5, sk, rng, pad=16 - sk % 8, repeat=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# many rows per CTA (persistent row loop) and the launcher's caches
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_many_rows(dtype):
+    """More rows than resident warps: every CTA loops over several rows (and trips)."""
+    rng = np.random.default_rng(2)
+    resident_rows = LIMITS.sm_count * 64
+    plan = _run_fwd("masked", dtype, 3, 7, resident_rows // 20 + 1, 128, 3, rng)
+    assert plan.row_iterations > 1
+    plan = _run_fwd("scaled", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 32768, 1, rng, repeat=True)
+    assert plan.ctas_per_row == 2 and plan.row_iterations > 1
+
+
+def test_kernels_are_cached():
+    rng = np.random.default_rng(0)
+    _run_fwd("scaled", "bf16", 1, 1, 3, 1000, 1, rng)
+    before = rtc.stats()["nvrtc_compiles"]
+    _run_fwd("scaled", "bf16", 1, 1, 5, 1000, 1, rng)
+    assert rtc.stats()["nvrtc_compiles"] == before

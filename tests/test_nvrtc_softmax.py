@@ -1,0 +1,564 @@
+"""NVRTC fused-softmax kernels compile to CUBIN for every registry entry (no GPU needed).
+
+Each softmax registry entry is specialised for its own ``max_cols`` with full-width vectors and
+with ``vec_elts=1`` (a misaligned call), deduplicated on ``spec.kernel_key``. The cubins must
+use no local memory (stack frame 0: the row lives in registers) and resolve their name
+expression. The full sweep is ``slow``; an unmarked subset covers each kind, dtype, variant and
+vector width.
+
+The ``slow`` tests at the end also run the kernels' CUDA C on the CPU through a host emulation
+(g++, one pthread per CUDA thread) and compare with float64 references.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from numba_norms.backends.nvrtc import softmax as nv_softmax
+from numba_norms.planner import DeviceLimits, SoftmaxSpec, softmax_spec
+from numba_norms.registry import softmax_configs
+
+H200 = DeviceLimits(sm_count=132, name="H200 (planning only)")
+
+
+def _all_specs() -> list[SoftmaxSpec]:
+    seen: dict[tuple, SoftmaxSpec] = {}
+    for cfg in softmax_configs():
+        for vec in (cfg.num_elts, 1):
+            spec = softmax_spec(cfg, cfg.max_cols, vec, H200)
+            seen.setdefault(spec.kernel_key, spec)
+    return list(seen.values())
+
+
+ALL_SPECS = _all_specs()
+
+
+def _is_quick(spec: SoftmaxSpec) -> bool:
+    """A subset that still covers every dtype, variant, kind and both vector widths."""
+    c = spec.config
+    full = spec.num_elts == c.num_elts
+    if c.max_cols == 1024:  # warp kernels: all dtypes x variants, full width
+        return full
+    if c.max_cols == 4096:  # block kernels: full width everywhere, vec=1 for bf16
+        return full or c.dtype == "bf16"
+    if c.max_cols == 32:  # narrowest warp entry
+        return c.dtype == "fp32"
+    return False
+
+
+QUICK_SPECS = [s for s in ALL_SPECS if _is_quick(s)]
+
+
+def _spec_id(spec: SoftmaxSpec) -> str:
+    c = spec.config
+    return f"{c.op}-{c.variant}-{c.dtype}-{c.kind}{c.max_cols}-e{spec.num_elts}-l{spec.ldgs}"
+
+
+@pytest.fixture(autouse=True)
+def _tmp_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(tmp_path / "rtc-cache"))
+
+
+# ------------------------------------------------------------------------------------------------
+# cubin inspection: the per-kernel frame size and register count from the ELF .nv.info section
+# ------------------------------------------------------------------------------------------------
+
+_EIATTR_FRAME_SIZE = 0x11
+_EIATTR_MIN_STACK_SIZE = 0x12
+_EIATTR_REGCOUNT = 0x2F
+
+
+def _sections(elf: bytes) -> dict[str, bytes]:
+    assert elf[:4] == b"\x7fELF" and elf[4] == 2, "expected a 64-bit ELF cubin"
+    (shoff,) = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    heads = [struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    strtab = heads[shstrndx][4]
+    out = {}
+    for name, _typ, _flags, _addr, off, size in heads:
+        end = elf.index(b"\0", strtab + name)
+        out[elf[strtab + name : end].decode()] = elf[off : off + size]
+    return out
+
+
+def _nv_info(elf: bytes) -> dict[int, list[int]]:
+    """EIATTR code -> values of the module-wide .nv.info (one per kernel: (symbol, value))."""
+    data = _sections(elf).get(".nv.info", b"")
+    out: dict[int, list[int]] = {}
+    i = 0
+    while i + 2 <= len(data):
+        fmt, attr = data[i], data[i + 1]
+        i += 2
+        if fmt == 0x04:  # EIFMT_SVAL: u16 size, payload
+            (size,) = struct.unpack_from("<H", data, i)
+            payload = data[i + 2 : i + 2 + size]
+            i += 2 + size
+            if size == 8:
+                out.setdefault(attr, []).append(struct.unpack("<II", payload)[1])
+        elif fmt in (0x02, 0x03):  # EIFMT_BVAL / EIFMT_HVAL: 2 bytes
+            i += 2
+        elif fmt != 0x01:  # EIFMT_NVAL has no payload; anything else: stop
+            break
+    return out
+
+
+def _frame_limit(spec: SoftmaxSpec) -> int:
+    """Stack bytes tolerated: none, but for ptxas' own trade-offs.
+
+    ptxas sometimes spills one register (an 8-byte frame) to reach 64 registers, i.e. two
+    512-thread CTAs an SM (seen: masked fp32 8192). Misaligned rows (one element a vector) of the
+    longest entries hold 32-64 elements a thread in as many registers plus an address each and
+    spill up to ~100 bytes (backward of 2048/16384); they are the slow fallback anyway.
+    """
+    if spec.num_elts == spec.config.num_elts or spec.num_elts * spec.ldgs < 32:
+        return 8
+    return 160
+
+
+def _check(spec: SoftmaxSpec, arch: str) -> None:
+    compile_fn = (
+        nv_softmax.compile_backward if spec.config.is_backward else nv_softmax.compile_forward
+    )
+    mod = compile_fn(spec, arch=arch)
+    assert mod.arch == arch
+    assert nv_softmax.kernel_name(spec) in mod.symbols
+    info = _nv_info(mod.cubin)
+    frame = info.get(_EIATTR_FRAME_SIZE, [0])[0]
+    assert frame <= _frame_limit(spec), f"{frame} bytes of local memory in {_spec_id(spec)}"
+    regs = info.get(_EIATTR_REGCOUNT, [0])[0]
+    assert 0 < regs <= 255
+
+
+def test_registry_specs_are_deduplicated():
+    keys = [s.kernel_key for s in ALL_SPECS]
+    assert len(keys) == len(set(keys))
+    assert {s.config.op for s in ALL_SPECS} == {"softmax_fwd", "softmax_bwd"}
+    # Every registry entry's row fits one CTA pass at its own max_cols.
+    assert all(s.ctas_per_row == 1 for s in ALL_SPECS)
+    assert {s.config.variant for s in QUICK_SPECS} == {
+        "scaled",
+        "masked",
+        "upper_triang",
+        "aligned_causal",
+    }
+    assert {s.config.dtype for s in QUICK_SPECS} == {"fp32", "fp16", "bf16"}
+    assert {s.num_elts == 1 for s in QUICK_SPECS} == {True, False}
+
+
+def test_kernel_names():
+    cfgs = {(c.op, c.variant, c.dtype, c.max_cols): c for c in softmax_configs()}
+    fwd = softmax_spec(cfgs["softmax_fwd", "masked", "bf16", 4096], 4096, 8, H200)
+    assert nv_softmax.kernel_name(fwd) == "softmax_fwd<nn::bf16, 1, 8, 8, 2, 1>"
+    bwd = softmax_spec(cfgs["softmax_bwd", "scaled", "fp32", 128], 100, 1, H200)
+    assert nv_softmax.kernel_name(bwd) == "softmax_bwd<float, 4, 1, 1, 4>"
+    causal = softmax_spec(cfgs["softmax_fwd", "aligned_causal", "fp16", 16384], 40000, 8, H200)
+    assert causal.ctas_per_row == 3
+    assert nv_softmax.kernel_name(causal) == "softmax_fwd<nn::fp16, 1, 16, 8, 4, 3>"
+
+
+def test_wrong_op_is_rejected():
+    spec = next(s for s in QUICK_SPECS if s.config.op == "softmax_bwd")
+    with pytest.raises(ValueError, match="softmax_fwd"):
+        nv_softmax.compile_forward(spec, arch="sm_90")
+
+
+@pytest.mark.parametrize("spec", QUICK_SPECS, ids=_spec_id)
+def test_compile_quick_sm90(spec):
+    _check(spec, "sm_90")
+
+
+@pytest.mark.slow
+def test_compile_all_sm90():
+    t0 = time.perf_counter()
+    for spec in ALL_SPECS:
+        _check(spec, "sm_90")
+    elapsed = time.perf_counter() - t0
+    print(f"\n{len(ALL_SPECS)} softmax kernels for sm_90 in {elapsed:.1f} s")
+
+
+MULTI_CTA_SPECS = [
+    softmax_spec(c, 3 * c.max_cols - 5, c.num_elts, H200)
+    for c in softmax_configs()
+    if c.max_cols == 16384
+]
+
+
+@pytest.mark.parametrize("spec", MULTI_CTA_SPECS, ids=_spec_id)
+def test_compile_multi_cta_sm90(spec):
+    """Rows over several CTAs use the default build (with the inter-CTA exchange)."""
+    assert spec.ctas_per_row == 3
+    _check(spec, "sm_90")
+    single = softmax_spec(spec.config, spec.config.max_cols, spec.num_elts, H200)
+    assert single.kernel_key == spec.kernel_key
+    compile_fn = (
+        nv_softmax.compile_backward if spec.config.is_backward else nv_softmax.compile_forward
+    )
+    assert compile_fn(single, arch="sm_90") is not compile_fn(spec, arch="sm_90")
+
+
+SM80_SPECS = [
+    s
+    for s in QUICK_SPECS
+    if (s.config.variant, s.config.dtype, s.config.max_cols)
+    in {("masked", "bf16", 4096), ("aligned_causal", "fp16", 1024), ("scaled", "fp32", 1024)}
+    and s.num_elts == s.config.num_elts
+]
+
+
+@pytest.mark.parametrize("spec", SM80_SPECS, ids=_spec_id)
+def test_compile_sm80(spec):
+    _check(spec, "sm_80")
+
+
+# ------------------------------------------------------------------------------------------------
+# Host emulation: the CUDA C of softmax.cu (and the norms.cuh helpers it uses) compiled with g++
+# against a tiny CUDA stand-in (one pthread per CUDA thread, real barriers for __syncthreads and
+# the warp collectives, the PTX in asm statements rewritten to C++), run on the CPU and compared
+# with float64 references. It checks the kernels' indexing, tails, masks, causal limits, row
+# loop and the multi-CTA exchange without a GPU; numerics follow the GPU up to rounding.
+# ------------------------------------------------------------------------------------------------
+
+_EMU_MOCK = r"""
+#pragma once
+#include <pthread.h>
+#include <atomic>
+#include <condition_variable>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(8) float2 { float x, y; };
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
+inline float2 make_float2(float a, float b) { return {a, b}; }
+inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline float __uint_as_float(unsigned v) { float f; std::memcpy(&f, &v, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned v; std::memcpy(&v, &f, 4); return v; }
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline float emu_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
+inline unsigned short emu_f2h(float f) {
+  _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
+inline unsigned short emu_f2bf(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline float emu_ex2(float x) {  // ex2.approx.ftz: denormal results flush to zero
+  float y = std::exp2(x);
+  return std::fabs(y) < 1.17549435e-38f ? 0.f : y;
+}
+struct Bar {  // blocking barrier (no spinning: thousands of emulated threads share few cores)
+  explicit Bar(int n) : n(n) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> l(m);
+    const unsigned long long g = gen;
+    if (++count == n) { count = 0; ++gen; cv.notify_all(); return; }
+    cv.wait(l, [&] { return gen != g; });
+  }
+  int n, count = 0; unsigned long long gen = 0; std::mutex m; std::condition_variable cv;
+};
+struct Warp { Bar bar{32}; unsigned long long buf[32]; };
+struct Cta {
+  explicit Cta(int n) : bar(n), warps(n / 32) {
+    for (auto& w : warps) w = std::make_unique<Warp>();
+  }
+  Bar bar; std::vector<std::unique_ptr<Warp>> warps; std::atomic<int> fail{0};
+  std::mutex m; std::map<int, void*> shared;
+};
+inline thread_local dim3 threadIdx, blockIdx;
+inline dim3 gridDim, blockDim;
+inline thread_local Cta* g_cta;
+template <typename A, int TAG> A& cta_shared() {
+  std::lock_guard<std::mutex> l(g_cta->m); void*& p = g_cta->shared[TAG];
+  if (!p) p = new A{}; return *static_cast<A*>(p); }
+inline void __syncthreads() { g_cta->bar.arrive_and_wait(); }
+inline int __syncthreads_and(int p) {
+  Cta* c = g_cta; c->bar.arrive_and_wait(); if (!p) c->fail.store(1); c->bar.arrive_and_wait();
+  int r = !c->fail.load(); c->bar.arrive_and_wait(); if (threadIdx.x == 0) c->fail.store(0);
+  return r; }
+inline Warp& my_warp() { return *g_cta->warps[threadIdx.x / 32]; }
+template <typename V> V __shfl_xor_sync(unsigned, V v, int o) {
+  Warp& w = my_warp(); unsigned l = threadIdx.x % 32; unsigned long long b = 0;
+  std::memcpy(&b, &v, sizeof(V)); w.buf[l] = b; w.bar.arrive_and_wait();
+  unsigned long long r = w.buf[l ^ o]; w.bar.arrive_and_wait(); V out;
+  std::memcpy(&out, &r, sizeof(V)); return out; }
+inline int emu_vote(int p, bool all) {
+  Warp& w = my_warp(); w.buf[threadIdx.x % 32] = p ? 1 : 0; w.bar.arrive_and_wait();
+  int any = 0, every = 1;
+  for (int i = 0; i < 32; ++i) { any |= (int)w.buf[i]; every &= (int)w.buf[i]; }
+  w.bar.arrive_and_wait(); return all ? every : any; }
+inline int __any_sync(unsigned, int p) { return emu_vote(p, false); }
+inline int __all_sync(unsigned, int p) { return emu_vote(p, true); }
+inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void __trap() { std::abort(); }
+template <typename F> void emu_launch(dim3 grid, dim3 block, F fn) {
+  gridDim = grid; blockDim = block;
+  const int ctas = grid.x * grid.y, n = block.x;
+  std::vector<std::unique_ptr<Cta>> cs;
+  for (int i = 0; i < ctas; ++i) cs.push_back(std::make_unique<Cta>(n));
+  struct Arg { F* fn; Cta* cta; dim3 b, t; };
+  std::vector<Arg> args;
+  for (unsigned by = 0; by < grid.y; ++by)
+    for (unsigned bx = 0; bx < grid.x; ++bx)
+      for (int t = 0; t < n; ++t)
+        args.push_back({&fn, cs[by * grid.x + bx].get(), dim3{bx, by, 0}, dim3{(unsigned)t, 0, 0}});
+  std::vector<pthread_t> th(args.size());
+  pthread_attr_t attr; pthread_attr_init(&attr); pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (size_t i = 0; i < args.size(); ++i)
+    if (pthread_create(&th[i], &attr, [](void* p) -> void* {
+          Arg* a = static_cast<Arg*>(p); g_cta = a->cta; blockIdx = a->b; threadIdx = a->t;
+          (*a->fn)(); return nullptr; }, &args[i])) std::abort();
+  for (auto& t : th) pthread_join(t, nullptr);
+}
+"""
+
+_EMU_MAIN = r"""
+#include "mock.h"
+#include "softmax.cu"
+#if IS_FWD
+extern "C" void run_fwd(int gx, int gy, int threads, const TT* x, const unsigned char* mask,
+    TT* y, int rows, int cols, long long xs, long long ys, long long ms, int sq, int heads,
+    int mb, float scale, float* stats, int* barrier) {
+  emu_launch(dim3{(unsigned)gx, (unsigned)gy, 1}, dim3{(unsigned)threads, 1, 1}, [&] {
+    KERNEL(x, mask, y, rows, cols, xs, ys, ms, sq, heads, mb, scale, stats, barrier); });
+}
+#else
+extern "C" void run_bwd(int gx, int gy, int threads, const TT* dy, const TT* y, TT* dx, int rows,
+    int cols, long long s0, long long s1, long long s2, float scale, float* stats, int* barrier) {
+  emu_launch(dim3{(unsigned)gx, (unsigned)gy, 1}, dim3{(unsigned)threads, 1, 1}, [&] {
+    KERNEL(dy, y, dx, rows, cols, s0, s1, s2, scale, stats, barrier); });
+}
+#endif
+"""
+
+
+def _emu_rewrite_asm(m: re.Match) -> str:
+    tmpl = "".join(re.findall(r'"([^"]*)"', m.group(2)))
+    parts = m.group(3).split(":")
+    opnd = re.compile(r'"[=+]?\w+"\s*\(([^()]*)\)')
+    o = opnd.findall(parts[1]) if len(parts) > 1 else []
+    i = opnd.findall(parts[2]) if len(parts) > 2 else []
+    table = [
+        ("cvt.f32.f16 %0, l", lambda: f"{o[0]} = emu_h2f((unsigned short)({i[0]} & 0xffffu));"),
+        ("cvt.f32.f16 %0, h", lambda: f"{o[0]} = emu_h2f((unsigned short)({i[0]} >> 16));"),
+        (
+            "cvt.rn.f16x2.f32",
+            lambda: f"{o[0]} = emu_f2h({i[1]}) | (unsigned)emu_f2h({i[0]}) << 16;",
+        ),
+        (
+            "cvt.rn.bf16x2.f32",
+            lambda: f"{o[0]} = emu_f2bf({i[1]}) | (unsigned)emu_f2bf({i[0]}) << 16;",
+        ),
+        ("cvt.rn.f16.f32", lambda: f"{o[0]} = emu_f2h({i[0]});"),
+        ("cvt.rn.bf16.f32", lambda: f"{o[0]} = emu_f2bf({i[0]});"),
+        (
+            "st.global.cg.v2.f32",
+            lambda: f"{{ volatile float* q_ = {i[0]}; q_[0] = {i[1]}; q_[1] = {i[2]}; }}",
+        ),
+        (
+            "ld.global.cg.v2.f32",
+            lambda: f"{{ const volatile float* q_ = {i[0]}; {o[0]} = q_[0]; {o[1]} = q_[1]; }}",
+        ),
+        ("ex2.approx", lambda: f"{o[0]} = emu_ex2({i[0]});"),
+        ("rcp.approx", lambda: f"{o[0]} = 1.f / {i[0]};"),
+        ("ld.acquire.gpu", lambda: f"{o[0]} = __atomic_load_n({i[0]}, __ATOMIC_ACQUIRE);"),
+    ]
+    for key, fn in table:
+        if key in tmpl:
+            return fn()
+    raise NotImplementedError(f"the host emulation has no C++ for asm {tmpl!r}: add it")
+
+
+def _emu_source(text: str) -> str:
+    text = re.sub(
+        r'asm\s*(volatile\s*)?\(\s*((?:"[^"]*"\s*)+)(.*?)\);', _emu_rewrite_asm, text, flags=re.S
+    )
+    return re.sub(
+        r"__shared__\s+(\w+)\s+(\w+)((?:\[[^\]]+\])+);",
+        lambda m: f"auto& {m.group(2)} = cta_shared<{m.group(1)}{m.group(3)}, __LINE__>();",
+        text,
+    )
+
+
+_EMU_CT = {"fp32": "float", "fp16": "nn::fp16", "bf16": "nn::bf16"}
+_EMU_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+_EMU_BITS = {"fp32": np.uint32, "fp16": np.uint16, "bf16": np.uint16}
+
+
+@pytest.fixture(scope="module")
+def emu_dir(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("the host emulation needs g++")
+    d = tmp_path_factory.mktemp("softmax-emu")
+    src = Path(nv_softmax.__file__).resolve().parent
+    (d / "mock.h").write_text(_EMU_MOCK)
+    for name in ("norms.cuh", "softmax.cu"):
+        (d / name).write_text(_emu_source((src / name).read_text()))
+    (d / "main.cpp").write_text(_EMU_MAIN)
+    return d
+
+
+def _emu_lib(d: Path, expr: str, multi: bool) -> ctypes.CDLL:
+    tt = expr[expr.index("<") + 1 : expr.index(",")]
+    so = d / f"k{abs(hash((expr, multi)))}.so"
+    fwd = int(expr.startswith("softmax_fwd"))
+    if not so.exists():
+        cmd = ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+               "-fno-strict-aliasing", f"-I{d}", f"-DKERNEL={expr}", f"-DTT={tt}",
+               f"-DSOFTMAX_MULTI_CTA={int(multi)}", f"-DIS_FWD={fwd}",
+               str(d / "main.cpp"), "-o", str(so)]  # fmt: skip
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(so))
+
+
+def _emu_ref(x, variant, sq, heads, mask, mask_batch, scale):
+    rows, cols = x.shape
+    i = np.arange(rows)[:, None] % sq
+    j = np.arange(cols)[None, :]
+    v = x * scale
+    if variant == "masked":
+        b = np.arange(rows) // (heads * sq)
+        masked = mask[(0 if mask_batch == 1 else b) * sq + i[:, 0]] != 0
+        v, keep = np.where(masked, -10000.0, v), ~masked
+        empty = masked.all(1, keepdims=True)
+    else:
+        keep = np.ones(v.shape, bool)
+        if variant == "upper_triang":
+            keep = np.broadcast_to(j <= i, v.shape)
+        elif variant == "aligned_causal":
+            keep = np.broadcast_to(j <= i + (cols - sq), v.shape)
+        v = np.where(keep, v, -np.inf)
+        empty = ~keep.any(1, keepdims=True)
+    m = v.max(1, keepdims=True)
+    e = np.exp(v - np.where(np.isfinite(m), m, 0.0))
+    s = e.sum(1, keepdims=True)
+    return np.where(empty, 0.0, e / np.where(s > 0, s, 1.0)), keep & ~empty
+
+
+# (dtype, (warps_m, warps_n, num_elts, ldgs), variant, rows, cols, pitch, grid, sq, heads, mb)
+_EMU_FWD = [
+    ("bf16", (4, 1, 8, 4), "scaled", 13, 1000, 1000, (1, 2), 13, 1, 1),
+    ("fp16", (4, 1, 8, 4), "masked", 30, 1001, 1008, (1, 2), 5, 3, 2),  # partial last vector
+    ("fp32", (4, 1, 4, 2), "upper_triang", 15, 250, 250, (1, 3), 5, 3, 1),  # idle warps
+    ("bf16", (4, 1, 1, 1), "aligned_causal", 10, 7, 7, (1, 2), 10, 1, 1),  # sk < sq
+    ("fp32", (4, 1, 1, 1), "scaled", 3, 1, 1, (1, 2), 3, 1, 1),
+    ("bf16", (1, 4, 8, 2), "masked", 7, 2043, 2048, (1, 3), 7, 1, 1),  # block kernel
+    ("bf16", (1, 2, 8, 1), "aligned_causal", 7, 1500, 1504, (3, 2), 7, 1, 1),  # 3 CTAs a row
+    ("fp32", (4, 1, 4, 2), "masked", 12, 600, 600, (3, 1), 3, 2, 2),
+    ("fp32", (4, 1, 4, 2), "aligned_causal", 40, 300, 300, (3, 2), 330, 1, 1),  # empty rows
+    ("fp16", (4, 1, 8, 1), "upper_triang", 9, 600, 608, (3, 2), 9, 1, 1),
+    ("fp16", (1, 16, 1, 16), "masked", 4, 4097, 4097, (1, 1), 2, 2, 2),  # 512 threads, 4 trips
+]
+
+
+def _emu_id(case) -> str:
+    dtype, cfg, variant, rows, cols, pitch, grid = case[:7]
+    return f"{variant}-{dtype}-{'x'.join(map(str, cfg))}-{rows}x{cols}p{pitch}-g{grid[0]}x{grid[1]}"
+
+
+def _emu_buffers(grid, warps_m):
+    stats = np.zeros(2 * grid[1] * warps_m * grid[0] * 2, np.float32)
+    return stats, np.zeros(grid[1], np.int32)
+
+
+def _ptr(a: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", _EMU_FWD, ids=_emu_id)
+def test_emulated_forward(emu_dir, case):
+    dtype, cfg, variant, rows, cols, pitch, grid, sq, heads, mb = case
+    wm, wn, n, ldgs = cfg
+    vid = nv_softmax.VARIANT_IDS[variant]
+    expr = f"softmax_fwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, {vid}>"
+    rng = np.random.default_rng(rows * cols)
+    x = (rng.standard_normal((rows, pitch)) * 3).astype(_EMU_NP[dtype])
+    mask = None
+    if variant == "masked":
+        mask = (rng.random((mb * sq, pitch)) < 0.3).astype(np.uint8)
+        mask[0] = 1  # a fully masked row
+        mask[min(2, len(mask) - 1), : cols // 2] = 7  # nonzero means masked
+    fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
+    y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
+    stats, barrier = _emu_buffers(grid, wm)
+    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    lib.run_fwd(
+        *(ctypes.c_int(v) for v in (grid[0], grid[1], wm * wn * 32)),
+        _ptr(x), None if mask is None else _ptr(mask), _ptr(y),
+        *(ctypes.c_int(v) for v in (rows, cols)),
+        *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
+        *(ctypes.c_int(v) for v in (sq, heads, mb)),
+        ctypes.c_float(0.37), _ptr(stats), _ptr(barrier),
+    )  # fmt: skip
+    got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
+    want, keep = _emu_ref(
+        x[:, :cols].astype(np.float64), variant, sq, heads,
+        None if mask is None else mask[:, :cols], mb, 0.37,
+    )  # fmt: skip
+    err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+    assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
+    assert np.all(got[~keep] == 0.0), "masked/excluded positions must be exactly 0"
+    assert np.all(y[:, cols:] == fill), "padding written"
+
+
+_EMU_BWD = [
+    ("bf16", (4, 1, 8, 4), 13, 1000, 1000, (1, 2)),
+    ("fp16", (4, 1, 8, 1), 9, 600, 608, (3, 2)),  # 3 CTAs a row, partial last vector
+    ("fp32", (1, 2, 4, 2), 7, 1101, 1104, (3, 2)),
+    ("bf16", (4, 1, 1, 1), 5, 7, 7, (1, 2)),
+    ("fp32", (1, 16, 1, 16), 3, 4097, 4097, (1, 1)),  # 512 threads, 3 trips (smem reuse)
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case", _EMU_BWD, ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}x{c[3]}p{c[4]}"
+)
+def test_emulated_backward(emu_dir, case):
+    dtype, (wm, wn, n, ldgs), rows, cols, pitch, grid = case
+    expr = f"softmax_bwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}>"
+    rng = np.random.default_rng(cols)
+    p = rng.random((rows, pitch)) ** 4
+    p /= p[:, :cols].sum(1, keepdims=True)
+    yv = p.astype(_EMU_NP[dtype])
+    dy = rng.standard_normal((rows, pitch)).astype(_EMU_NP[dtype])
+    dx = np.zeros((rows, pitch), _EMU_BITS[dtype])
+    stats, barrier = _emu_buffers(grid, wm)
+    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    lib.run_bwd(
+        *(ctypes.c_int(v) for v in (grid[0], grid[1], wm * wn * 32)),
+        _ptr(dy), _ptr(yv), _ptr(dx), *(ctypes.c_int(v) for v in (rows, cols)),
+        *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
+        ctypes.c_float(0.37), _ptr(stats), _ptr(barrier),
+    )  # fmt: skip
+    y64, dy64 = yv[:, :cols].astype(np.float64), dy[:, :cols].astype(np.float64)
+    want = 0.37 * y64 * (dy64 - (dy64 * y64).sum(1, keepdims=True))
+    got = dx.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
+    assert np.all(dx[:, cols:] == 0), "padding written"
