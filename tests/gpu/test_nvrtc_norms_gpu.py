@@ -48,7 +48,11 @@ class DevTensor:
 
     def __init__(self, base, dtype: str, cols: int | None = None) -> None:
         self.base = base  # keeps the allocation alive; copied back whole
-        view = base if cols is None else base[..., :cols]
+        # Numba device arrays take no Ellipsis: index the (1-D or 2-D) array explicitly.
+        if cols is None:
+            view = base
+        else:
+            view = base[:, :cols] if base.ndim == 2 else base[:cols]
         self.dtype = dtype
         self.ptr = int(view.__cuda_array_interface__["data"][0])
         self.shape = tuple(view.shape)

@@ -2,149 +2,226 @@
 
 Everything here mirrors ``backends/nvrtc/norms.cuh`` so both backends compute the same bits:
 
-* vector access as raw 32-bit words (``ld_words`` / ``st_words``: one 2/4/8/16-byte load or
-  store, ``ld.global.v4.u32`` for 16 bytes), single elements as raw bits (``ld_bits`` /
-  ``st_bits``);
-* conversions on 16-bit payloads: bf16 widening is a shift, fp16 widening ``cvt.f32.f16``,
-  narrowing ``cvt.rn.{bf16,f16}x2.f32`` / ``cvt.rn.{bf16,f16}.f32`` (inline PTX, sm_80+);
-* ``ex2.approx.ftz.f32``, ``fmaxf`` (``max.f32``);
+* vectors move as raw 32-bit words: ``ld_words(nbytes)`` / ``st_words(nbytes)`` are one aligned
+  2/4/8/16-byte access (16 bytes: ``ld.global.v4.u32``); a row's partial last vector moves
+  element by element (``ld_partial`` / ``st_partial``);
+* ``unpack(dtype, ne)`` / ``pack(dtype, ne)`` convert a vector between words and fp32: bf16
+  widening is a shift or a mask, fp16 widening ``cvt.f32.f16``, narrowing
+  ``cvt.rn.{bf16,f16}x2.f32`` / ``cvt.rn.{bf16,f16}.f32`` (inline PTX, sm_80+);
+* ``ex2`` (``ex2.approx.ftz.f32``), ``rcp`` (``rcp.approx.ftz.f32``), ``fmaxf`` (``max.f32``);
 * warp xor-butterfly reductions, uncached (``.cg``) accesses of the inter-CTA statistics and
   the inter-CTA arrival barrier.
 
-On a GPU these are Numba intrinsics (LLVM IR / inline PTX, inlined where they are used). Under
-Numba's CUDA simulator (no warp shuffles, no intrinsics) the same names are Python functions
-with the same results; warp shuffles are emulated through a per-thread shared-memory slot
-(``xch``, one float32 per thread of the block) and ``syncthreads``, so every thread of the
-block must call the reductions, as the kernels do anyway.
+On a GPU every name is a Numba ``@intrinsic``: its LLVM IR / inline PTX is emitted straight into
+the caller, so the kernels' local arrays stay in registers and compiling costs Numba one typing
+step per call site (Numba device functions would be typed, inlined and lowered again at every
+call, and without a GPU they cannot be compiled at all). Under Numba's CUDA simulator (no warp
+shuffles, no intrinsics) the same names are Python functions giving the same results; warp
+shuffles are emulated with a per-thread shared-memory slot (``xch``: one float32 per thread of
+the block, unused on a GPU) and ``syncthreads``, so every thread of a block must call the
+reductions, as the row kernels do anyway.
 
-Intrinsics taking an array and an offset address element ``arr[off]`` of a 1-D array without
-bounds or wraparound handling (offsets are non-negative by construction); vector accesses need
-the address aligned to their size, which the planner's vector width guarantees.
+Memory arguments are raw pointers (``CPointer``, how the kernels take global memory) or 1-D
+arrays (local and shared arrays; everything under the simulator); ``arr, off`` addresses
+``arr[off]`` without bounds or wraparound handling (offsets are non-negative by construction).
+Vector accesses need the address aligned to their size, which the planner's vector width
+guarantees.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 
 import numpy as np
 from numba import config, cuda
 
 __all__ = [
-    "FULL_MASK",
+    "MASKED_SCORE",
     "SIM",
-    "device",
+    "copy_words",
+    "cta_merge",
+    "cta_sum",
+    "dot_acc",
     "ex2",
-    "f16_hi",
-    "f16_lo",
-    "f32_as_u32",
+    "exp_sum",
     "fmaxf",
     "inter_cta_barrier",
-    "ld_bits",
     "ld_cg2",
+    "ld_partial",
     "ld_volatile_i32",
     "ld_words",
-    "pack1_bf16",
-    "pack1_f16",
-    "pack2_bf16",
-    "pack2_f16",
-    "st_bits",
+    "pack",
+    "rcp",
+    "row_ptr",
+    "softmax_dx",
+    "softmax_out",
+    "softmax_prep",
     "st_cg2",
+    "st_partial",
     "st_words",
-    "u32_as_f32",
+    "unpack",
     "warp_any",
     "warp_max",
     "warp_sum",
+    "words_per_vector",
 ]
 
 SIM: bool = bool(config.ENABLE_CUDASIM)
-FULL_MASK = 0xFFFFFFFF
+
+_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "uint8": 1}
+_LOG2E = np.float32(1.4426950408889634)
+# TE gives masked positions the score -10000 after scaling; in the log2 domain (as NVRTC's).
+MASKED_SCORE = np.float32(np.float32(-10000.0) * _LOG2E)
 
 
-def device(fn: Callable) -> Callable:
-    """``cuda.jit(device=True)``, force-inlined on a GPU (keeps local arrays in registers)."""
-    if SIM:
-        return cuda.jit(device=True)(fn)
-    return cuda.jit(device=True, forceinline=True)(fn)
+def words_per_vector(dtype: str, ne: int) -> int:
+    """uint32 words holding ``ne`` elements of ``dtype`` (a 1- or 2-byte vector takes one)."""
+    return max(1, ne * _SIZES[dtype] // 4)
 
 
 if not SIM:
     from llvmlite import ir
-    from numba.cuda import libdevice, types
+    from numba.cuda import cgutils, types
     from numba.cuda.extending import intrinsic
 
     _I8, _I16, _I32, _I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
     _F32 = ir.FloatType()
+    _VOID = ir.VoidType()
     _INT_OF_BYTES = {1: _I8, 2: _I16, 4: _I32}
+    _ZERO64 = ir.Constant(_I64, 0)
 
-    def _elem_ptr(context, builder, arrty, arr, offty, off):
-        """Pointer to ``arr[off]`` (1-D, no wraparound)."""
-        data = context.make_array(arrty)(context, builder, value=arr).data
-        return builder.gep(data, [context.cast(builder, off, offty, types.int64)])
+    def _c32(v: int):
+        return ir.Constant(_I32, v)
 
-    def _as_u32(context, builder, ty, val):
+    def _ptr(context, builder, arrty, arr, offty, off, extra: int = 0):
+        """Pointer to ``arr[off + extra]`` (a raw pointer or a 1-D array; no wraparound)."""
+        if isinstance(arrty, types.CPointer):
+            data = arr
+        else:
+            data = context.make_array(arrty)(context, builder, value=arr).data
+        p = builder.gep(data, [context.cast(builder, off, offty, types.int64)])
+        return builder.gep(p, [ir.Constant(_I64, extra)]) if extra else p
+
+    def _u32(context, builder, ty, val):
         return context.cast(builder, val, ty, types.uint32)
+
+    def _f32(context, builder, ty, val):
+        return context.cast(builder, val, ty, types.float32)
+
+    def _asm(builder, ret, args, text: str, constraints: str, side_effect: bool = False):
+        fnty = ir.FunctionType(ret, [a.type for a in args])
+        return builder.call(ir.InlineAsm(fnty, text, constraints, side_effect=side_effect), args)
+
+    def _llvm_fn(builder, name: str, ret, argtys):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, argtys), name)
+        return fn
+
+    def _ex2(builder, x):
+        """``ex2.approx.ftz.f32`` (``2**x``; ``ex2(-inf) == +0``), visible to NVVM's optimizer."""
+        return builder.call(_llvm_fn(builder, "llvm.nvvm.ex2.approx.ftz.f", _F32, [_F32]), [x])
+
+    def _counted_loop(builder, n, body, unroll: int = 4):
+        """``for i in range(n): body(i)`` (i64), unrolled at most ``unroll`` times.
+
+        Without the hint NVVM unrolls short runtime loops 16 times and ptxas then holds the
+        in-flight loads in registers; 4 keeps four L2 round trips overlapped at a small cost
+        (the CUDA C kernels use 1: same results, only the overlap differs).
+        """
+        pre = builder.block
+        header = builder.append_basic_block("loop.header")
+        body_bb = builder.append_basic_block("loop.body")
+        exit_bb = builder.append_basic_block("loop.exit")
+        builder.branch(header)
+        builder.position_at_end(header)
+        i = builder.phi(_I64)
+        i.add_incoming(ir.Constant(_I64, 0), pre)
+        builder.cbranch(builder.icmp_signed("<", i, n), body_bb, exit_bb)
+        builder.position_at_end(body_bb)
+        body(i)
+        i.add_incoming(builder.add(i, ir.Constant(_I64, 1)), builder.block)
+        latch = builder.branch(header)
+        module = builder.module
+        count = module.add_metadata(
+            [ir.MetaDataString(module, "llvm.loop.unroll.count"), _c32(unroll)]
+        )
+        loop_id = module.add_metadata([ir.MetaDataString(module, f"loop.{id(latch)}"), count])
+        loop_id.operands = (loop_id, count)  # a loop ID refers to itself
+        latch.set_metadata("llvm.loop", loop_id)
+        builder.position_at_end(exit_bb)
+
+    def _fmax(builder, a, b):
+        """CUDA's fmaxf (``max.f32``; NaN-ignoring), visible to NVVM's optimizer."""
+        return builder.call(_llvm_fn(builder, "llvm.maxnum.f32", _F32, [_F32, _F32]), [a, b])
+
+    # ---- vector and element access --------------------------------------------------------
+
+    @intrinsic
+    def row_ptr(typingctx, ptr, off):
+        """``ptr + off`` for a raw pointer, opaque to NVVM's loop optimizer.
+
+        Rows advance by a run-time stride each trip of the row loop; left visible, the address
+        of every vector access becomes its own 64-bit induction variable (strength reduction)
+        and a dozen of them stay live across the loop. One opaque row pointer a trip is what
+        the CUDA C kernels compute (``x + row * x_stride``).
+        """
+        if not isinstance(ptr, types.CPointer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            p = _ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            text = "cvta.to.global.u64 $0, $1;"
+            addr = _asm(builder, _I64, [builder.ptrtoint(p, _I64)], text, "=l,l")
+            # a global-space pointer cast back to generic: NVVM still emits ld/st.global
+            gp = builder.inttoptr(addr, p.type.pointee.as_pointer(1))
+            return builder.addrspacecast(gp, p.type)
+
+        return ptr(ptr, off), codegen
 
     @functools.cache
     def ld_words(nbytes: int):
-        """``ld_words(w, i, arr, off)``: ``nbytes`` bytes at ``arr[off]`` -> ``w[i:i+W]``.
-
-        ``W = max(1, nbytes // 4)`` uint32 words (a 1- or 2-byte access fills the low bits of
-        one word). One aligned access: 16 bytes give ``ld.global.v4.u32``.
-        """
+        """``ld_words(w, i, arr, off)``: ``nbytes`` bytes at ``arr[off]`` -> words ``w[i:]``."""
         nwords = max(1, nbytes // 4)
 
         @intrinsic
         def _ld_words(typingctx, w, i, arr, off):
-            sig = types.void(w, i, arr, off)
-
             def codegen(context, builder, sig, args):
                 wty, ity, aty, oty = sig.args
-                wv, iv, av, ov = args
-                p = _elem_ptr(context, builder, aty, av, oty, ov)
+                p = _ptr(context, builder, aty, args[2], oty, args[3])
                 if nbytes >= 8:
                     vt = ir.VectorType(_I32, nwords)
                     vec = builder.load(builder.bitcast(p, vt.as_pointer()), align=nbytes)
-                    words = [
-                        builder.extract_element(vec, ir.Constant(_I32, q)) for q in range(nwords)
-                    ]
+                    words = [builder.extract_element(vec, _c32(q)) for q in range(nwords)]
                 else:
                     it = _INT_OF_BYTES[nbytes]
                     val = builder.load(builder.bitcast(p, it.as_pointer()), align=nbytes)
                     words = [val if nbytes == 4 else builder.zext(val, _I32)]
                 for q, word in enumerate(words):
-                    dst = _elem_ptr(context, builder, wty, wv, ity, iv)
-                    if q:
-                        dst = builder.gep(dst, [ir.Constant(_I64, q)])
-                    builder.store(word, dst)
+                    builder.store(word, _ptr(context, builder, wty, args[0], ity, args[1], q))
                 return context.get_dummy_value()
 
-            return sig, codegen
+            return types.void(w, i, arr, off), codegen
 
         return _ld_words
 
     @functools.cache
     def st_words(nbytes: int):
-        """``st_words(arr, off, w, i)``: store ``w[i:i+W]`` as ``nbytes`` bytes at ``arr[off]``."""
+        """``st_words(arr, off, w, i)``: words ``w[i:]`` -> ``nbytes`` bytes at ``arr[off]``."""
         nwords = max(1, nbytes // 4)
 
         @intrinsic
         def _st_words(typingctx, arr, off, w, i):
-            sig = types.void(arr, off, w, i)
-
             def codegen(context, builder, sig, args):
                 aty, oty, wty, ity = sig.args
-                av, ov, wv, iv = args
-                src = _elem_ptr(context, builder, wty, wv, ity, iv)
                 words = [
-                    builder.load(builder.gep(src, [ir.Constant(_I64, q)])) for q in range(nwords)
+                    builder.load(_ptr(context, builder, wty, args[2], ity, args[3], q))
+                    for q in range(nwords)
                 ]
-                p = _elem_ptr(context, builder, aty, av, oty, ov)
+                p = _ptr(context, builder, aty, args[0], oty, args[1])
                 if nbytes >= 8:
                     vt = ir.VectorType(_I32, nwords)
                     vec = ir.Constant(vt, ir.Undefined)
                     for q, word in enumerate(words):
-                        vec = builder.insert_element(vec, word, ir.Constant(_I32, q))
+                        vec = builder.insert_element(vec, word, _c32(q))
                     builder.store(vec, builder.bitcast(p, vt.as_pointer()), align=nbytes)
                 else:
                     it = _INT_OF_BYTES[nbytes]
@@ -152,137 +229,463 @@ if not SIM:
                     builder.store(val, builder.bitcast(p, it.as_pointer()), align=nbytes)
                 return context.get_dummy_value()
 
-            return sig, codegen
+            return types.void(arr, off, w, i), codegen
 
         return _st_words
 
-    @intrinsic
-    def ld_bits(typingctx, arr, off):
-        """Raw bits of ``arr[off]``, zero-extended to uint32 (1-, 2- or 4-byte elements)."""
-        sig = types.uint32(arr, off)
+    @functools.cache
+    def ld_partial(ne: int):
+        """``ld_partial(w, arr, off, n)``: the first ``n < ne`` elements at ``arr[off]``, one by
+        one, into words ``w[0:]`` (zeros after; NVRTC's ``load_partial``)."""
 
-        def codegen(context, builder, sig, args):
-            aty, oty = sig.args
-            p = _elem_ptr(context, builder, aty, args[0], oty, args[1])
-            it = _INT_OF_BYTES[aty.dtype.bitwidth // 8]
-            val = builder.load(builder.bitcast(p, it.as_pointer()))
-            return val if it is _I32 else builder.zext(val, _I32)
-
-        return sig, codegen
-
-    @intrinsic
-    def st_bits(typingctx, arr, off, bits):
-        """Store the low bits of ``bits`` as element ``arr[off]``."""
-        sig = types.void(arr, off, bits)
-
-        def codegen(context, builder, sig, args):
-            aty, oty, bty = sig.args
-            p = _elem_ptr(context, builder, aty, args[0], oty, args[1])
-            it = _INT_OF_BYTES[aty.dtype.bitwidth // 8]
-            val = _as_u32(context, builder, bty, args[2])
-            if it is not _I32:
-                val = builder.trunc(val, it)
-            builder.store(val, builder.bitcast(p, it.as_pointer()))
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    @intrinsic
-    def u32_as_f32(typingctx, w):
-        """Reinterpret the low 32 bits of an integer as a float32."""
-        sig = types.float32(w)
-
-        def codegen(context, builder, sig, args):
-            return builder.bitcast(_as_u32(context, builder, sig.args[0], args[0]), _F32)
-
-        return sig, codegen
-
-    @intrinsic
-    def f32_as_u32(typingctx, f):
-        """The bits of a float32."""
-        sig = types.uint32(f)
-
-        def codegen(context, builder, sig, args):
-            val = context.cast(builder, args[0], sig.args[0], types.float32)
-            return builder.bitcast(val, _I32)
-
-        return sig, codegen
-
-    def _half_to_f32(builder, w16):
-        return builder.fpext(builder.bitcast(w16, ir.HalfType()), _F32)  # cvt.f32.f16
-
-    @intrinsic
-    def f16_lo(typingctx, w):
-        """fp16 in the low half of a word -> float32."""
-        sig = types.float32(w)
-
-        def codegen(context, builder, sig, args):
-            word = _as_u32(context, builder, sig.args[0], args[0])
-            return _half_to_f32(builder, builder.trunc(word, _I16))
-
-        return sig, codegen
-
-    @intrinsic
-    def f16_hi(typingctx, w):
-        """fp16 in the high half of a word -> float32."""
-        sig = types.float32(w)
-
-        def codegen(context, builder, sig, args):
-            word = _as_u32(context, builder, sig.args[0], args[0])
-            return _half_to_f32(
-                builder, builder.trunc(builder.lshr(word, ir.Constant(_I32, 16)), _I16)
-            )
-
-        return sig, codegen
-
-    def _pack2(ptx_type: str):
         @intrinsic
-        def _impl(typingctx, lo, hi):
-            sig = types.uint32(lo, hi)
-
+        def _ld_partial(typingctx, w, arr, off, n):
             def codegen(context, builder, sig, args):
-                flo = context.cast(builder, args[0], sig.args[0], types.float32)
-                fhi = context.cast(builder, args[1], sig.args[1], types.float32)
-                fn = ir.FunctionType(_I32, [_F32, _F32])
-                asm = ir.InlineAsm(fn, f"cvt.rn.{ptx_type}x2.f32 $0, $1, $2;", "=r,f,f")
-                return builder.call(asm, [fhi, flo])  # first source goes to the upper half
+                wty, aty, oty, nty = sig.args
+                size = aty.dtype.bitwidth // 8
+                per_word = 4 // size
+                nwords = max(1, ne * size // 4)
+                wp = [
+                    _ptr(context, builder, wty, args[0], types.int64, ir.Constant(_I64, q))
+                    for q in range(nwords)
+                ]
+                for q in range(nwords):
+                    builder.store(_c32(0), wp[q])
+                nv = context.cast(builder, args[3], nty, types.int64)
+                it = _INT_OF_BYTES[size]
+                for j in range(ne - 1):
+                    with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, j), nv)):
+                        p = _ptr(context, builder, aty, args[1], oty, args[2], j)
+                        bits = builder.load(builder.bitcast(p, it.as_pointer()))
+                        bits = bits if size == 4 else builder.zext(bits, _I32)
+                        shift = (j % per_word) * 8 * size
+                        if shift:
+                            bits = builder.shl(bits, _c32(shift))
+                        dst = wp[j // per_word]
+                        builder.store(builder.or_(builder.load(dst), bits), dst)
+                return context.get_dummy_value()
 
-            return sig, codegen
+            return types.void(w, arr, off, n), codegen
 
-        return _impl
+        return _ld_partial
 
-    def _pack1(ptx_type: str):
+    @functools.cache
+    def st_partial(ne: int):
+        """``st_partial(arr, off, w, n)``: the first ``n < ne`` elements of words ``w[0:]``."""
+
         @intrinsic
-        def _impl(typingctx, f):
-            sig = types.uint32(f)
-
+        def _st_partial(typingctx, arr, off, w, n):
             def codegen(context, builder, sig, args):
-                val = context.cast(builder, args[0], sig.args[0], types.float32)
-                asm = ir.InlineAsm(
-                    ir.FunctionType(_I16, [_F32]), f"cvt.rn.{ptx_type}.f32 $0, $1;", "=h,f"
+                aty, oty, wty, nty = sig.args
+                size = aty.dtype.bitwidth // 8
+                per_word = 4 // size
+                nv = context.cast(builder, args[3], nty, types.int64)
+                it = _INT_OF_BYTES[size]
+                for j in range(ne - 1):
+                    with builder.if_then(builder.icmp_signed("<", ir.Constant(_I64, j), nv)):
+                        q = ir.Constant(_I64, j // per_word)
+                        src = _ptr(context, builder, wty, args[2], types.int64, q)
+                        bits = builder.load(src)
+                        shift = (j % per_word) * 8 * size
+                        if shift:
+                            bits = builder.lshr(bits, _c32(shift))
+                        if size != 4:
+                            bits = builder.trunc(bits, it)
+                        p = _ptr(context, builder, aty, args[0], oty, args[1], j)
+                        builder.store(bits, builder.bitcast(p, it.as_pointer()))
+                return context.get_dummy_value()
+
+            return types.void(arr, off, w, n), codegen
+
+        return _st_partial
+
+    # ---- conversions ------------------------------------------------------------------------
+
+    def _lo_to_f32(builder, dtype: str, word):
+        if dtype == "bf16":  # bf16 is the upper half of an fp32: widening is a shift
+            return builder.bitcast(builder.shl(word, _c32(16)), _F32)
+        half = builder.bitcast(builder.trunc(word, _I16), ir.HalfType())
+        return builder.fpext(half, _F32)  # cvt.f32.f16
+
+    def _hi_to_f32(builder, dtype: str, word):
+        if dtype == "bf16":
+            return builder.bitcast(builder.and_(word, _c32(0xFFFF0000)), _F32)
+        return _lo_to_f32(builder, dtype, builder.lshr(word, _c32(16)))
+
+    @functools.cache
+    def unpack(dtype: str, ne: int, again: bool = False):
+        """``unpack(f, k, w, i)``: ``f[k:k+ne]`` = the ``ne`` elements held in words ``w[i:]``.
+
+        ``again=True`` is for converting the same words a second time: the words pass through
+        an (empty) ``mov`` so that NVVM does not reuse the first conversion, which would keep
+        the fp32 values live in between instead of the raw words (twice the registers).
+        """
+
+        @intrinsic
+        def _unpack(typingctx, f, k, w, i):
+            def codegen(context, builder, sig, args):
+                fty, kty, wty, ity = sig.args
+
+                def word(q):
+                    val = builder.load(_ptr(context, builder, wty, args[2], ity, args[3], q))
+                    if again:
+                        val = _asm(builder, _I32, [val], "mov.b32 $0, $1; // again", "=r,r")
+                    return val
+
+                for j in range(ne):
+                    if dtype == "fp32":
+                        val = builder.bitcast(word(j), _F32)
+                    elif j % 2 == 0:
+                        val = _lo_to_f32(builder, dtype, word(j // 2))
+                    else:
+                        val = _hi_to_f32(builder, dtype, word(j // 2))
+                    builder.store(val, _ptr(context, builder, fty, args[0], kty, args[1], j))
+                return context.get_dummy_value()
+
+            return types.void(f, k, w, i), codegen
+
+        return _unpack
+
+    @functools.cache
+    def pack(dtype: str, ne: int):
+        """``pack(w, i, f, k)``: words ``w[i:]`` = ``f[k:k+ne]`` rounded to nearest even."""
+        ptx = {"fp16": "f16", "bf16": "bf16"}.get(dtype)
+
+        @intrinsic
+        def _pack(typingctx, w, i, f, k):
+            def codegen(context, builder, sig, args):
+                wty, ity, fty, kty = sig.args
+
+                def val(j):
+                    return builder.load(_ptr(context, builder, fty, args[2], kty, args[3], j))
+
+                def put(q, word):
+                    builder.store(word, _ptr(context, builder, wty, args[0], ity, args[1], q))
+
+                if dtype == "fp32":
+                    for j in range(ne):
+                        put(j, builder.bitcast(val(j), _I32))
+                elif ne == 1:
+                    h = _asm(builder, _I16, [val(0)], f"cvt.rn.{ptx}.f32 $0, $1;", "=h,f")
+                    put(0, builder.zext(h, _I32))
+                else:
+                    for q in range(ne // 2):  # the first source goes to the upper half
+                        text = f"cvt.rn.{ptx}x2.f32 $0, $1, $2;"
+                        put(q, _asm(builder, _I32, [val(2 * q + 1), val(2 * q)], text, "=r,f,f"))
+                return context.get_dummy_value()
+
+            return types.void(w, i, f, k), codegen
+
+        return _pack
+
+    @functools.cache
+    def copy_words(n: int):
+        """``copy_words(dst, i, src, j)``: ``dst[i:i+n] = src[j:j+n]`` (small local arrays)."""
+
+        @intrinsic
+        def _copy_words(typingctx, dst, i, src, j):
+            def codegen(context, builder, sig, args):
+                dty, ity, sty, jty = sig.args
+                for q in range(n):
+                    val = builder.load(_ptr(context, builder, sty, args[2], jty, args[3], q))
+                    builder.store(val, _ptr(context, builder, dty, args[0], ity, args[1], q))
+                return context.get_dummy_value()
+
+            return types.void(dst, i, src, j), codegen
+
+        return _copy_words
+
+    # ---- softmax element steps (one vector or one row part per call) ----------------------
+
+    @functools.cache
+    def softmax_prep(ne: int, masked: bool):
+        """``softmax_prep(v, k, mb, n_in, kscale, m, keep) -> (m, keep)``: one vector of scores.
+
+        For ``j < ne``: ``t = v[k+j] * kscale``; masked variant: a nonzero mask byte ``j`` of
+        words ``mb`` gives ``t = MASKED_SCORE`` (else the column counts as kept when inside);
+        columns ``j >= n_in`` get ``-inf``; ``m = fmaxf(m, t)`` in order.
+        """
+        ret = types.Tuple((types.float32, types.int32))
+
+        @intrinsic
+        def _prep(typingctx, v, k, mb, n_in, kscale, m, keep):
+            def codegen(context, builder, sig, args):
+                vty, kty, mty, nty, sty, mmty, kpty = sig.args
+                # n_in = lim - c lies well inside int32 (both are column indices)
+                n = context.cast(builder, args[3], nty, types.int32)
+                ks = _f32(context, builder, sty, args[4])
+                mx = _f32(context, builder, mmty, args[5])
+                kp = context.cast(builder, args[6], kpty, types.int32)
+                neg_inf = ir.Constant(_F32, float("-inf"))
+                score = ir.Constant(_F32, float(MASKED_SCORE))
+                for j in range(ne):
+                    p = _ptr(context, builder, vty, args[0], kty, args[1], j)
+                    t = builder.fmul(builder.load(p), ks)
+                    inside = builder.icmp_signed(">", n, _c32(j))
+                    if masked:
+                        w = builder.load(
+                            _ptr(context, builder, mty, args[2], types.int64, _ZERO64, j // 4)
+                        )
+                        byte = builder.and_(builder.lshr(w, _c32(8 * (j % 4))), _c32(0xFF))
+                        msk = builder.icmp_unsigned("!=", byte, _c32(0))
+                        t = builder.select(msk, score, t)
+                        kept = builder.and_(inside, builder.not_(msk))
+                        kp = builder.or_(kp, builder.zext(kept, _I32))
+                    t = builder.select(inside, t, neg_inf)
+                    builder.store(t, p)
+                    mx = _fmax(builder, mx, t)
+                return context.make_tuple(builder, ret, [mx, kp])
+
+            return ret(v, k, mb, n_in, kscale, m, keep), codegen
+
+        return _prep
+
+    @functools.cache
+    def exp_sum(n: int):
+        """``exp_sum(v, base) -> s``: ``v[k] = ex2(v[k] - base)`` for ``k < n``, summed in order."""
+
+        @intrinsic
+        def _exp_sum(typingctx, v, base):
+            def codegen(context, builder, sig, args):
+                vty, bty = sig.args
+                b = _f32(context, builder, bty, args[1])
+                s = ir.Constant(_F32, 0.0)
+                for k in range(n):
+                    p = _ptr(context, builder, vty, args[0], types.int64, ir.Constant(_I64, 0), k)
+                    d = builder.fsub(builder.load(p), b)
+                    e = _ex2(builder, d)
+                    builder.store(e, p)
+                    s = builder.fadd(s, e)
+                return s
+
+            return types.float32(v, base), codegen
+
+        return _exp_sum
+
+    @functools.cache
+    def softmax_out(ne: int, causal: bool):
+        """``softmax_out(v, k, factor, n_in)``: ``v[k+j] *= factor``; causal: 0 at ``j >= n_in``."""
+
+        @intrinsic
+        def _out(typingctx, v, k, factor, n_in):
+            def codegen(context, builder, sig, args):
+                vty, kty, fty, nty = sig.args
+                fac = _f32(context, builder, fty, args[2])
+                n = context.cast(builder, args[3], nty, types.int32)
+                for j in range(ne):
+                    p = _ptr(context, builder, vty, args[0], kty, args[1], j)
+                    f = builder.fmul(builder.load(p), fac)
+                    if causal:  # exact zeros, even for NaN
+                        inside = builder.icmp_signed(">", n, _c32(j))
+                        f = builder.select(inside, f, ir.Constant(_F32, 0.0))
+                    builder.store(f, p)
+                return context.get_dummy_value()
+
+            return types.void(v, k, factor, n_in), codegen
+
+        return _out
+
+    @functools.cache
+    def dot_acc(ne: int):
+        """``dot_acc(a, b, acc) -> acc + sum_j a[j] * b[j]`` (in order, one FMA each)."""
+
+        @intrinsic
+        def _dot(typingctx, a, b, acc):
+            def codegen(context, builder, sig, args):
+                aty, bty, cty = sig.args
+                acc = _f32(context, builder, cty, args[2])
+                zero = ir.Constant(_I64, 0)
+                for j in range(ne):
+                    va = builder.load(_ptr(context, builder, aty, args[0], types.int64, zero, j))
+                    vb = builder.load(_ptr(context, builder, bty, args[1], types.int64, zero, j))
+                    acc = builder.fadd(acc, builder.fmul(va, vb))  # NVVM contracts to fma
+                return acc
+
+            return types.float32(a, b, acc), codegen
+
+        return _dot
+
+    @functools.cache
+    def softmax_dx(ne: int):
+        """``softmax_dx(d, yv, scale, dot)``: ``d[j] = scale * yv[j] * (d[j] - dot)``."""
+
+        @intrinsic
+        def _dx(typingctx, d, yv, scale, dot):
+            def codegen(context, builder, sig, args):
+                dty, yty, sty, oty = sig.args
+                sc = _f32(context, builder, sty, args[2])
+                dt = _f32(context, builder, oty, args[3])
+                zero = ir.Constant(_I64, 0)
+                for j in range(ne):
+                    pd = _ptr(context, builder, dty, args[0], types.int64, zero, j)
+                    vy = builder.load(_ptr(context, builder, yty, args[1], types.int64, zero, j))
+                    val = builder.fmul(builder.fmul(sc, vy), builder.fsub(builder.load(pd), dt))
+                    builder.store(val, pd)
+                return context.get_dummy_value()
+
+            return types.void(d, yv, scale, dot), codegen
+
+        return _dx
+
+    @intrinsic
+    def cta_merge(typingctx, stats, sb, ctas):
+        """Merge the (max, signed sum) pairs of ``ctas`` CTAs at ``stats[sb:]``, in CTA order.
+
+        Returns ``(gm, gs, any)``: ``gm = max m_c``, ``gs = sum |s_c| * ex2(m_c - gm)``, ``any``
+        = 1 when some ``s_c > 0`` (the masked variant's "this CTA keeps something").
+        """
+        ret = types.Tuple((types.float32, types.float32, types.int32))
+
+        def codegen(context, builder, sig, args):
+            aty, bty, cty = sig.args
+            base = context.cast(builder, args[1], bty, types.int64)
+            n = context.cast(builder, args[2], cty, types.int64)
+            gm = cgutils.alloca_once_value(builder, ir.Constant(_F32, float("-inf")))
+            gs = cgutils.alloca_once_value(builder, ir.Constant(_F32, 0.0))
+            anyp = cgutils.alloca_once_value(builder, _c32(0))
+
+            def pair(c):
+                idx = builder.add(base, builder.mul(c, ir.Constant(_I64, 2)))
+                p = _ptr(context, builder, aty, args[0], types.int64, idx)
+                st = ir.LiteralStructType([_F32, _F32])
+                v = _asm(
+                    builder,
+                    st,
+                    [p],
+                    "{ .reg .u64 g; cvta.to.global.u64 g, $2; ld.global.cg.v2.f32 {$0, $1}, [g]; }",
+                    "=f,=f,l,~{memory}",
+                    side_effect=True,
                 )
-                return builder.zext(builder.call(asm, [val]), _I32)
+                return builder.extract_value(v, 0), builder.extract_value(v, 1)
 
-            return sig, codegen
+            def max_step(c):
+                pm, _ = pair(c)
+                builder.store(_fmax(builder, builder.load(gm), pm), gm)
 
-        return _impl
+            _counted_loop(builder, n, max_step)
+            g = builder.load(gm)
 
-    pack2_f16 = _pack2("f16")
-    pack2_bf16 = _pack2("bf16")
-    pack1_f16 = _pack1("f16")
-    pack1_bf16 = _pack1("bf16")
+            def sum_step(c):
+                pm, ps = pair(c)
+                fabs = builder.call(_llvm_fn(builder, "llvm.nvvm.fabs.f", _F32, [_F32]), [ps])
+                e = _ex2(builder, builder.fsub(pm, g))
+                builder.store(builder.fadd(builder.load(gs), builder.fmul(fabs, e)), gs)
+                pos = builder.zext(builder.fcmp_ordered(">", ps, ir.Constant(_F32, 0.0)), _I32)
+                builder.store(builder.or_(builder.load(anyp), pos), anyp)
+
+            _counted_loop(builder, n, sum_step)
+            vals = [g, builder.load(gs), builder.load(anyp)]
+            return context.make_tuple(builder, ret, vals)
+
+        return ret(stats, sb, ctas), codegen
+
+    @intrinsic
+    def cta_sum(typingctx, stats, sb, ctas):
+        """``sum_c stats[sb + 2c]`` over ``ctas`` CTAs, in CTA order (through L2)."""
+
+        def codegen(context, builder, sig, args):
+            aty, bty, cty = sig.args
+            base = context.cast(builder, args[1], bty, types.int64)
+            n = context.cast(builder, args[2], cty, types.int64)
+            acc = cgutils.alloca_once_value(builder, ir.Constant(_F32, 0.0))
+
+            def step(c):
+                idx = builder.add(base, builder.mul(c, ir.Constant(_I64, 2)))
+                p = _ptr(context, builder, aty, args[0], types.int64, idx)
+                v = _asm(
+                    builder,
+                    _F32,
+                    [p],
+                    "{ .reg .u64 g; cvta.to.global.u64 g, $1; ld.global.cg.f32 $0, [g]; }",
+                    "=f,l,~{memory}",
+                    side_effect=True,
+                )
+                builder.store(builder.fadd(builder.load(acc), v), acc)
+
+            _counted_loop(builder, n, step)
+            return builder.load(acc)
+
+        return types.float32(stats, sb, ctas), codegen
+
+    # ---- arithmetic ---------------------------------------------------------------------------
 
     @intrinsic
     def ex2(typingctx, x):
         """``2**x`` with ``ex2.approx.ftz.f32`` (``ex2(-inf) == +0``)."""
-        sig = types.float32(x)
 
         def codegen(context, builder, sig, args):
-            val = context.cast(builder, args[0], sig.args[0], types.float32)
-            asm = ir.InlineAsm(ir.FunctionType(_F32, [_F32]), "ex2.approx.ftz.f32 $0, $1;", "=f,f")
-            return builder.call(asm, [val])
+            v = _f32(context, builder, sig.args[0], args[0])
+            return _ex2(builder, v)
 
-        return sig, codegen
+        return types.float32(x), codegen
+
+    @intrinsic
+    def rcp(typingctx, x):
+        """``1/x`` with ``rcp.approx.ftz.f32`` (1 ulp; one MUFU.RCP, as NVRTC's kernels)."""
+
+        def codegen(context, builder, sig, args):
+            v = _f32(context, builder, sig.args[0], args[0])
+            return _asm(builder, _F32, [v], "rcp.approx.ftz.f32 $0, $1;", "=f,f")
+
+        return types.float32(x), codegen
+
+    @intrinsic
+    def fmaxf(typingctx, a, b):
+        """CUDA's ``fmaxf`` (``max.f32``: a NaN operand yields the other one)."""
+
+        def codegen(context, builder, sig, args):
+            va = _f32(context, builder, sig.args[0], args[0])
+            vb = _f32(context, builder, sig.args[1], args[1])
+            return _fmax(builder, va, vb)
+
+        return types.float32(a, b), codegen
+
+    # ---- warp reductions (xor butterfly: every lane ends with the bitwise same value) -------
+
+    def _shfl_bfly(builder, v, lane_mask: int):
+        text = f"shfl.sync.bfly.b32 $0, $1, {lane_mask}, 0x1f, 0xffffffff;"
+        return _asm(builder, _F32, [v], text, "=f,f", side_effect=True)
+
+    @intrinsic
+    def warp_sum(typingctx, v, xch, tid):
+        """Sum of a float32 over the warp (``xch``, ``tid``: simulator only)."""
+
+        def codegen(context, builder, sig, args):
+            x = _f32(context, builder, sig.args[0], args[0])
+            for o in (16, 8, 4, 2, 1):
+                x = builder.fadd(x, _shfl_bfly(builder, x, o))
+            return x
+
+        return types.float32(v, xch, tid), codegen
+
+    @intrinsic
+    def warp_max(typingctx, v, xch, tid):
+        """fmaxf of a float32 over the warp."""
+
+        def codegen(context, builder, sig, args):
+            x = _f32(context, builder, sig.args[0], args[0])
+            for o in (16, 8, 4, 2, 1):
+                y = _shfl_bfly(builder, x, o)
+                x = _fmax(builder, x, y)
+            return x
+
+        return types.float32(v, xch, tid), codegen
+
+    @intrinsic
+    def warp_any(typingctx, p, xch, tid):
+        """1 when ``p`` is nonzero in any lane of the warp, else 0 (``vote.any``)."""
+
+        def codegen(context, builder, sig, args):
+            x = context.cast(builder, args[0], sig.args[0], types.int32)
+            text = (
+                "{ .reg .pred p, q; setp.ne.s32 p, $1, 0; "
+                "vote.sync.any.pred q, p, 0xffffffff; selp.s32 $0, 1, 0, q; }"
+            )
+            return _asm(builder, _I32, [x], text, "=r,r", side_effect=True)
+
+        return types.int32(p, xch, tid), codegen
+
+    # ---- inter-CTA exchange ---------------------------------------------------------------
 
     @intrinsic
     def ld_cg2(typingctx, arr, idx):
@@ -291,89 +694,99 @@ if not SIM:
         Volatile with a memory clobber: it must not move across the inter-CTA barrier.
         """
         ret = types.UniTuple(types.float32, 2)
-        sig = ret(arr, idx)
 
         def codegen(context, builder, sig, args):
             aty, ity = sig.args
-            p = _elem_ptr(context, builder, aty, args[0], ity, args[1])
+            p = _ptr(context, builder, aty, args[0], ity, args[1])
             st = ir.LiteralStructType([_F32, _F32])
-            asm = ir.InlineAsm(
-                ir.FunctionType(st, [p.type]),
-                "ld.global.cg.v2.f32 {$0, $1}, [$2];",
+            pair = _asm(
+                builder,
+                st,
+                [p],
+                "{ .reg .u64 g; cvta.to.global.u64 g, $2; ld.global.cg.v2.f32 {$0, $1}, [g]; }",
                 "=f,=f,l,~{memory}",
                 side_effect=True,
             )
-            pair = builder.call(asm, [p])
             vals = [builder.extract_value(pair, 0), builder.extract_value(pair, 1)]
             return context.make_tuple(builder, ret, vals)
 
-        return sig, codegen
+        return ret(arr, idx), codegen
 
     @intrinsic
     def st_cg2(typingctx, arr, idx, a, b):
         """``arr[idx], arr[idx + 1] = a, b`` through L2 (``st.global.cg.v2.f32``)."""
-        sig = types.void(arr, idx, a, b)
 
         def codegen(context, builder, sig, args):
             aty, ity, at, bt = sig.args
-            p = _elem_ptr(context, builder, aty, args[0], ity, args[1])
-            fa = context.cast(builder, args[2], at, types.float32)
-            fb = context.cast(builder, args[3], bt, types.float32)
-            asm = ir.InlineAsm(
-                ir.FunctionType(ir.VoidType(), [p.type, _F32, _F32]),
-                "st.global.cg.v2.f32 [$0], {$1, $2};",
+            p = _ptr(context, builder, aty, args[0], ity, args[1])
+            va = _f32(context, builder, at, args[2])
+            vb = _f32(context, builder, bt, args[3])
+            _asm(
+                builder,
+                _VOID,
+                [p, va, vb],
+                "{ .reg .u64 g; cvta.to.global.u64 g, $0; st.global.cg.v2.f32 [g], {$1, $2}; }",
                 "l,f,f,~{memory}",
                 side_effect=True,
             )
-            builder.call(asm, [p, fa, fb])
             return context.get_dummy_value()
 
-        return sig, codegen
+        return types.void(arr, idx, a, b), codegen
+
+    def _ld_volatile(builder, p):
+        return _asm(
+            builder,
+            _I32,
+            [p],
+            "{ .reg .u64 g; cvta.to.global.u64 g, $1; ld.volatile.global.u32 $0, [g]; }",
+            "=r,l,~{memory}",
+            side_effect=True,
+        )
 
     @intrinsic
     def ld_volatile_i32(typingctx, arr, idx):
-        """``arr[idx]`` of an int32 array, re-read from memory on every call (spin loops)."""
-        sig = types.int32(arr, idx)
+        """``arr[idx]`` of an int32 array, re-read from memory at every call (spin loops)."""
 
         def codegen(context, builder, sig, args):
-            aty, ity = sig.args
-            p = _elem_ptr(context, builder, aty, args[0], ity, args[1])
-            asm = ir.InlineAsm(
-                ir.FunctionType(_I32, [p.type]),
-                "ld.volatile.global.u32 $0, [$1];",
-                "=r,l,~{memory}",
-                side_effect=True,
-            )
-            return builder.call(asm, [p])
+            p = _ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            return _ld_volatile(builder, p)
 
-        return sig, codegen
+        return types.int32(arr, idx), codegen
 
-    fmaxf = libdevice.fmaxf  # max.f32: NaN-ignoring, as CUDA's fmaxf
+    @intrinsic
+    def inter_cta_barrier(typingctx, counter, idx, target):
+        """Arrival barrier of the CTAs sharing a row (docs/design.md); every thread enters.
 
-    @device
-    def warp_sum(v, xch, tid):
-        """Sum over the warp by xor butterfly; every lane gets the bitwise same value."""
-        v += cuda.shfl_xor_sync(FULL_MASK, v, 16)
-        v += cuda.shfl_xor_sync(FULL_MASK, v, 8)
-        v += cuda.shfl_xor_sync(FULL_MASK, v, 4)
-        v += cuda.shfl_xor_sync(FULL_MASK, v, 2)
-        v += cuda.shfl_xor_sync(FULL_MASK, v, 1)
-        return v
+        ``counter[idx]`` (int32) is zeroed before the launch; at its k-th use every CTA adds 1
+        and waits for ``target = k * ctas_per_row`` arrivals. As NVRTC's
+        ``nn::inter_cta_barrier``: ``__syncthreads``; thread 0: ``__threadfence``, atomic add,
+        volatile spin, ``__threadfence``; ``__syncthreads``.
+        """
 
-    @device
-    def warp_max(v, xch, tid):
-        """fmaxf over the warp by xor butterfly."""
-        v = fmaxf(v, cuda.shfl_xor_sync(FULL_MASK, v, 16))
-        v = fmaxf(v, cuda.shfl_xor_sync(FULL_MASK, v, 8))
-        v = fmaxf(v, cuda.shfl_xor_sync(FULL_MASK, v, 4))
-        v = fmaxf(v, cuda.shfl_xor_sync(FULL_MASK, v, 2))
-        v = fmaxf(v, cuda.shfl_xor_sync(FULL_MASK, v, 1))
-        return v
+        def codegen(context, builder, sig, args):
+            cty, ity, tty = sig.args
+            sync = _llvm_fn(builder, "llvm.nvvm.barrier0", _VOID, [])
+            fence = _llvm_fn(builder, "llvm.nvvm.membar.gl", _VOID, [])
+            tid_x = _llvm_fn(builder, "llvm.nvvm.read.ptx.sreg.tid.x", _I32, [])
+            p = _ptr(context, builder, cty, args[0], ity, args[1])
+            target_v = context.cast(builder, args[2], tty, types.int32)
+            builder.call(sync, [])
+            is0 = builder.icmp_unsigned("==", builder.call(tid_x, []), _c32(0))
+            with builder.if_then(is0):
+                builder.call(fence, [])
+                builder.atomic_rmw("add", p, _c32(1), "monotonic")
+                spin = builder.append_basic_block("cta_barrier_spin")
+                done = builder.append_basic_block("cta_barrier_done")
+                builder.branch(spin)
+                builder.position_at_end(spin)
+                arrived = _ld_volatile(builder, p)
+                builder.cbranch(builder.icmp_signed("<", arrived, target_v), spin, done)
+                builder.position_at_end(done)
+                builder.call(fence, [])
+            builder.call(sync, [])
+            return context.get_dummy_value()
 
-    @device
-    def warp_any(p, xch, tid):
-        """1 when ``p`` is nonzero in any lane of the warp, else 0."""
-        return 1 if cuda.any_sync(FULL_MASK, p != 0) else 0
+        return types.void(counter, idx, target), codegen
 
 else:  # Numba's CUDA simulator: the same operations in Python.
 
@@ -388,6 +801,24 @@ else:  # Numba's CUDA simulator: the same operations in Python.
             utype = np.uint16 if dtype.itemsize == 2 else np.uint32
             return np.array(bits, dtype=utype).view(dtype)[()]
         return dtype.type(bits)
+
+    def _u32_as_f32(w: int) -> np.float32:
+        return np.array(w & 0xFFFFFFFF, dtype=np.uint32).view(np.float32)[()]
+
+    def _f16_bits_to_f32(h: int) -> np.float32:
+        return np.float32(np.array(h & 0xFFFF, dtype=np.uint16).view(np.float16)[()])
+
+    def _f32_to_16(f, dtype: str) -> int:
+        f = np.float32(f)
+        if dtype == "fp16":
+            return _bits(np.float16(f))
+        u = _bits(f)
+        if (u & 0x7FFFFFFF) > 0x7F800000:  # NaN stays a (quiet) NaN
+            return 0x7FFF
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even
+
+    def row_ptr(arr, off):
+        return arr[off:]
 
     @functools.cache
     def ld_words(nbytes: int):
@@ -418,43 +849,153 @@ else:  # Numba's CUDA simulator: the same operations in Python.
 
         return _st_words
 
-    def ld_bits(arr, off):
-        return np.uint32(_bits(arr[off]))
+    @functools.cache
+    def ld_partial(ne: int):
+        def _ld_partial(w, arr, off, n):
+            size = arr.dtype.itemsize
+            per_word = 4 // size
+            for q in range(max(1, ne * size // 4)):
+                w[q] = 0
+            for j in range(min(int(n), ne - 1)):
+                bits = _bits(arr[off + j]) << ((j % per_word) * 8 * size)
+                w[j // per_word] = int(w[j // per_word]) | bits
 
-    def st_bits(arr, off, bits):
-        size = arr.dtype.itemsize
-        arr[off] = _from_bits(int(bits) & ((1 << (8 * size)) - 1), arr.dtype)
+        return _ld_partial
 
-    def u32_as_f32(w):
-        return np.array(int(w) & 0xFFFFFFFF, dtype=np.uint32).view(np.float32)[()]
+    @functools.cache
+    def st_partial(ne: int):
+        def _st_partial(arr, off, w, n):
+            dtype = arr.dtype
+            size = dtype.itemsize
+            per_word = 4 // size
+            for j in range(min(int(n), ne - 1)):
+                bits = (int(w[j // per_word]) >> ((j % per_word) * 8 * size)) & (
+                    (1 << (8 * size)) - 1
+                )
+                arr[off + j] = _from_bits(bits, dtype)
 
-    def f32_as_u32(f):
-        return np.uint32(_bits(np.float32(f)))
+        return _st_partial
 
-    def f16_lo(w):
-        return np.float32(_from_bits(int(w) & 0xFFFF, np.dtype(np.float16)))
+    @functools.cache
+    def unpack(dtype: str, ne: int, again: bool = False):
+        def _unpack(f, k, w, i):
+            for j in range(ne):
+                if dtype == "fp32":
+                    f[k + j] = _u32_as_f32(int(w[i + j]))
+                    continue
+                word = int(w[i + j // 2]) >> (16 * (j % 2))
+                if dtype == "bf16":
+                    f[k + j] = _u32_as_f32((word & 0xFFFF) << 16)
+                else:
+                    f[k + j] = _f16_bits_to_f32(word)
 
-    def f16_hi(w):
-        return np.float32(_from_bits((int(w) >> 16) & 0xFFFF, np.dtype(np.float16)))
+        return _unpack
 
-    def pack1_f16(f):
-        return np.uint32(_bits(np.float16(np.float32(f))))
+    @functools.cache
+    def pack(dtype: str, ne: int):
+        def _pack(w, i, f, k):
+            if dtype == "fp32":
+                for j in range(ne):
+                    w[i + j] = _bits(np.float32(f[k + j]))
+            elif ne == 1:
+                w[i] = _f32_to_16(f[k], dtype)
+            else:
+                for q in range(ne // 2):
+                    lo = _f32_to_16(f[k + 2 * q], dtype)
+                    w[i + q] = lo | (_f32_to_16(f[k + 2 * q + 1], dtype) << 16)
 
-    def pack1_bf16(f):
-        u = _bits(np.float32(f))
-        if (u & 0x7FFFFFFF) > 0x7F800000:  # NaN: keep it a (quiet) NaN
-            return np.uint32(0x7FFF)
-        return np.uint32(((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF)
+        return _pack
 
-    def pack2_f16(lo, hi):
-        return np.uint32(int(pack1_f16(lo)) | (int(pack1_f16(hi)) << 16))
+    @functools.cache
+    def copy_words(n: int):
+        def _copy_words(dst, i, src, j):
+            for q in range(n):
+                dst[i + q] = src[j + q]
 
-    def pack2_bf16(lo, hi):
-        return np.uint32(int(pack1_bf16(lo)) | (int(pack1_bf16(hi)) << 16))
+        return _copy_words
+
+    @functools.cache
+    def softmax_prep(ne: int, masked: bool):
+        def _prep(v, k, mb, n_in, kscale, m, keep):
+            for j in range(ne):
+                inside = j < n_in
+                t = np.float32(np.float32(v[k + j]) * np.float32(kscale))
+                if masked:
+                    if (int(mb[j // 4]) >> (8 * (j % 4))) & 0xFF:
+                        t = MASKED_SCORE
+                    elif inside:
+                        keep = 1
+                t = t if inside else np.float32(-np.inf)
+                v[k + j] = t
+                m = fmaxf(m, t)
+            return m, keep
+
+        return _prep
+
+    @functools.cache
+    def exp_sum(n: int):
+        def _exp_sum(v, base):
+            s = np.float32(0.0)
+            for k in range(n):
+                e = ex2(np.float32(v[k]) - np.float32(base))
+                v[k] = e
+                s = np.float32(s + e)
+            return s
+
+        return _exp_sum
+
+    @functools.cache
+    def softmax_out(ne: int, causal: bool):
+        def _out(v, k, factor, n_in):
+            for j in range(ne):
+                f = np.float32(np.float32(v[k + j]) * np.float32(factor))
+                v[k + j] = f if not causal or j < n_in else np.float32(0.0)
+
+        return _out
+
+    @functools.cache
+    def dot_acc(ne: int):
+        def _dot(a, b, acc):
+            acc = np.float32(acc)
+            for j in range(ne):
+                acc = np.float32(acc + np.float32(a[j]) * np.float32(b[j]))
+            return acc
+
+        return _dot
+
+    @functools.cache
+    def softmax_dx(ne: int):
+        def _dx(d, yv, scale, dot):
+            for j in range(ne):
+                d[j] = np.float32(scale * np.float32(yv[j])) * np.float32(d[j] - dot)
+
+        return _dx
+
+    def cta_merge(stats, sb, ctas):
+        gm = np.float32(-np.inf)
+        for c in range(ctas):
+            gm = fmaxf(gm, stats[sb + 2 * c])
+        gs = np.float32(0.0)
+        anyp = 0
+        for c in range(ctas):
+            pm, ps = np.float32(stats[sb + 2 * c]), np.float32(stats[sb + 2 * c + 1])
+            gs = np.float32(gs + abs(ps) * ex2(pm - gm))
+            anyp |= int(ps > 0)
+        return gm, gs, anyp
+
+    def cta_sum(stats, sb, ctas):
+        acc = np.float32(0.0)
+        for c in range(ctas):
+            acc = np.float32(acc + stats[sb + 2 * c])
+        return acc
 
     def ex2(x):
         with np.errstate(over="ignore", invalid="ignore"):
             return np.float32(np.exp2(np.float32(x)))
+
+    def rcp(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.float32(np.float32(1.0) / np.float32(x))
 
     def fmaxf(a, b):
         a, b = np.float32(a), np.float32(b)
@@ -474,45 +1015,40 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def ld_volatile_i32(arr, idx):
         return arr[idx]
 
-    @device
+    @cuda.jit(device=True)
     def _shfl_xor(v, lane_mask, xch, tid):
-        cuda.syncthreads()  # the previous exchange has been read by everyone
+        cuda.syncthreads()  # everyone has read the previous exchange
         xch[tid] = v
         cuda.syncthreads()
         return xch[tid ^ lane_mask]
 
-    @device
+    @cuda.jit(device=True)
     def warp_sum(v, xch, tid):
+        v = np.float32(v)
         for o in (16, 8, 4, 2, 1):
             v = np.float32(v + _shfl_xor(v, o, xch, tid))
         return v
 
-    @device
+    @cuda.jit(device=True)
     def warp_max(v, xch, tid):
         for o in (16, 8, 4, 2, 1):
             v = fmaxf(v, _shfl_xor(v, o, xch, tid))
         return v
 
-    @device
+    @cuda.jit(device=True)
     def warp_any(p, xch, tid):
         f = np.float32(1.0 if p != 0 else 0.0)
         for o in (16, 8, 4, 2, 1):
             f = max(f, _shfl_xor(f, o, xch, tid))
         return 1 if f != 0 else 0
 
-
-@device
-def inter_cta_barrier(counter, idx, target):
-    """Arrival barrier of the CTAs sharing a row (docs/design.md); every thread must enter.
-
-    ``counter[idx]`` is zeroed before the launch; at its k-th use each CTA adds 1 and waits for
-    ``target = k * ctas_per_row`` arrivals.
-    """
-    cuda.syncthreads()  # this CTA's stores happen before thread 0's release fence
-    if cuda.threadIdx.x == 0:
-        cuda.threadfence()
-        cuda.atomic.add(counter, idx, 1)
-        while ld_volatile_i32(counter, idx) < target:
-            pass
-        cuda.threadfence()
-    cuda.syncthreads()
+    @cuda.jit(device=True)
+    def inter_cta_barrier(counter, idx, target):
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 0:
+            cuda.threadfence()
+            cuda.atomic.add(counter, idx, 1)
+            while ld_volatile_i32(counter, idx) < target:
+                pass
+            cuda.threadfence()
+        cuda.syncthreads()

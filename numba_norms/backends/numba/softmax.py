@@ -1,0 +1,670 @@
+"""Fused softmax kernels (scaled, masked, upper-triangular, aligned causal) in Numba.
+
+Contract: docs/design.md ("Softmax kernels"). The kernels mirror ``backends/nvrtc/softmax.cu``
+operation for operation (same reductions in the same order, the same ``ex2.approx``,
+conversions and inter-CTA exchange), so both backends produce the same bits on one GPU.
+
+Specialisation: a kernel is a closure built by :func:`_forward_kernel` / :func:`_backward_kernel`
+from the spec's compile-time values (dtype, variant, warps, elements per vector, vectors per
+thread); Numba freezes closure variables as constants, so loops over them are unrolled by NVVM
+and the row's local arrays live in registers. No source is generated. Each kernel is compiled
+once per ``SoftmaxSpec.kernel_key`` (and whether CTAs share rows: one-CTA kernels leave the
+inter-CTA exchange out) with an explicit signature (no type inference at launch).
+
+Vector access: the row is read and written as raw 32-bit words with one aligned 2-16 byte access
+per vector (``_rowops.ld_words`` emits ``ld.global.v4.u32`` for 16 bytes), and converted to fp32
+in registers: the same code for fp32, fp16 and bf16.
+
+Under Numba's CUDA simulator the same kernels run with Python stand-ins of the intrinsics and
+shared-memory-emulated warp shuffles (see ``_rowops``); the planner gives one CTA per row there.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from numba import cuda, types
+
+from ...planner import RowPlan, SoftmaxSpec
+from ..common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from . import _rowops as ro
+from ._norms import _memset_barrier, _stream  # shared host helpers (raw handle -> Numba)
+
+__all__ = [
+    "SIM_OCCUPANCY",
+    "backward",
+    "compile_backward",
+    "compile_forward",
+    "forward",
+    "occupancy_backward",
+    "occupancy_forward",
+]
+
+# Occupancy reported under the simulator (it has no SMs; a small grid keeps tests fast).
+SIM_OCCUPANCY = 2
+
+VARIANTS = {"scaled": 0, "masked": 1, "upper_triang": 2, "aligned_causal": 3}
+_NB_STORAGE = {"fp32": types.float32, "fp16": types.float16, "bf16": types.uint16}
+_NP_STORAGE = {
+    "fp32": np.dtype(np.float32),
+    "fp16": np.dtype(np.float16),
+    "bf16": np.dtype(np.uint16),
+}
+
+_NEG_INF = np.float32(-np.inf)
+_F0 = np.float32(0.0)
+_LOG2E = np.float32(1.4426950408889634)
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel factories
+# --------------------------------------------------------------------------------------------
+
+
+def _forward_kernel(dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool):
+    """``softmax_fwd`` of docs/design.md for one compile-time shape (a Python function).
+
+    ``multi``: the kernel serves several CTAs a row (the inter-CTA exchange is compiled in);
+    one-CTA kernels leave it out, which saves registers and compile time (as NVRTC's build
+    with ``SOFTMAX_MULTI_CTA=0``).
+    """
+    var = VARIANTS[variant]
+    masked, causal = var == 1, var >= 2
+    nw = ro.words_per_vector(dtype, ne)  # words per vector of x / y
+    mw = ro.words_per_vector("uint8", ne)  # words per vector of mask bytes
+    k_elts = ne * ldgs
+    step = wn * 32 * ne  # columns one CTA covers with one vector per thread
+    nxch = wm * wn * 32 if ro.SIM else 1  # simulator shuffle exchange (unused on a GPU)
+    nred = wm * wn
+    st_y = ro.st_words(ne * (4 if dtype == "fp32" else 2))
+    ld_x = ro.ld_words(ne * (4 if dtype == "fp32" else 2))
+    ld_m = ro.ld_words(ne)
+    ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
+    unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
+    copy_x, copy_m = ro.copy_words(nw), ro.copy_words(mw)
+    prep, exp_sum, out = ro.softmax_prep(ne, masked), ro.exp_sum(k_elts), ro.softmax_out(ne, causal)
+    ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
+    fmaxf = ro.fmaxf
+    warp_max, warp_sum, warp_any = ro.warp_max, ro.warp_sum, ro.warp_any
+    barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
+    multi_warp = wn > 1
+    neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
+    f32, u32, i32 = types.float32, types.uint32, types.int32
+
+    def softmax_fwd(
+        x,
+        mask,
+        y,
+        rows,
+        cols,
+        x_stride,
+        y_stride,
+        mask_stride,
+        sq,
+        heads,
+        mask_batch,
+        scale,
+        stats,
+        barrier,
+    ):
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        # Compile-time zeros where the config has one warp along a dimension: the shared
+        # exchange then has constant addresses (otherwise NVVM hoists one 64-bit address per
+        # warp slot out of the row loop and holds them all in registers).
+        warp_m = warp // wn if wm > 1 else 0
+        warp_n = warp % wn if wn > 1 else 0
+        cta = cuda.blockIdx.x
+        ctas = cuda.gridDim.x  # CTAs sharing a row
+        col0 = ((cta * wn + warp_n) * 32 + lane) * ne
+        col_step = ctas * step
+        rows_step = cuda.gridDim.y * wm
+        trips = (rows + rows_step - 1) // rows_step
+        kscale = scale * log2e
+        # The row's partial last vector (cols % ne elements) moves element by element, once,
+        # outside the unrolled loops (as in NVRTC's kernel).
+        tail_n = cols % ne
+        tail_col = cols - tail_n
+        tail_mine = tail_n != 0 and tail_col >= col0 and (tail_col - col0) % col_step == 0
+
+        v = cuda.local.array(k_elts, f32)
+        xw = cuda.local.array(nw, u32)
+        tw = cuda.local.array(nw, u32)
+        mb = cuda.local.array(mw, u32)
+        tm = cuda.local.array(mw, u32)
+        xch = cuda.shared.array(nxch, f32)
+        s_max = cuda.shared.array(nred, f32)
+        s_sum = cuda.shared.array(nred, f32)
+        s_keep = cuda.shared.array(nred, i32)
+
+        for trip in range(trips):
+            row = (trip * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m
+            valid = row < rows
+            # Columns [0, lim) are read; later ones are excluded (causal) or past the row's end.
+            lim = cols if valid else 0
+            qi = 0
+            if var != 0:
+                qi = row % sq
+            if var == 2:
+                lim = min(lim, qi + 1)
+            if var == 3:
+                lim = min(lim, max(qi + (cols - sq) + 1, 0))
+            xr = row_ptr(x, row * x_stride)
+            mr = mask
+            if masked:
+                mrow = (0 if mask_batch == 1 else row // (heads * sq)) * sq + qi
+                mr = row_ptr(mask, mrow * mask_stride)
+            tail_n_here = tail_n if tail_mine and tail_col < lim else 0
+            ld_part(tw, xr, tail_col, tail_n_here)
+            if masked:
+                ld_part(tm, mr, tail_col, tail_n_here)
+
+            # Load, scale into the log2 domain, apply the mask; the row maximum along the way.
+            m = neg_inf
+            keep = i32(0)  # masked variant: an unmasked column among this thread's
+            for it in range(ldgs):
+                c = col0 + it * col_step
+                if c < lim and c + ne <= cols:
+                    ld_x(xw, 0, xr, c)
+                    if masked:
+                        ld_m(mb, 0, mr, c)
+                else:  # the partial last vector (or nothing: then every column is outside)
+                    copy_x(xw, 0, tw, 0)
+                    if masked:
+                        copy_m(mb, 0, tm, 0)
+                unpack(v, it * ne, xw, 0)
+                mk = prep(v, it * ne, mb, lim - c, kscale, m, keep)
+                m = mk[0]
+                keep = mk[1]
+
+            m = warp_max(m, xch, tid)
+            if masked:
+                keep = warp_any(keep, xch, tid)
+            if multi_warp:
+                if lane == 0:
+                    s_max[warp_m * wn + warp_n] = m
+                    s_keep[warp_m * wn + warp_n] = keep
+                cuda.syncthreads()
+                m = s_max[warp_m * wn]
+                anyk = s_keep[warp_m * wn]
+                for w in range(1, wn):
+                    m = fmaxf(m, s_max[warp_m * wn + w])
+                    anyk |= s_keep[warp_m * wn + w]
+                keep = anyk
+
+            # A part with nothing kept has m = -inf: exponentiate against 0 so its terms are 0.
+            base = f0 if m == neg_inf else m
+            s = exp_sum(v, base)
+            s = warp_sum(s, xch, tid)
+            if multi_warp:
+                if lane == 0:
+                    s_sum[warp_m * wn + warp_n] = s
+                cuda.syncthreads()
+                s = s_sum[warp_m * wn]
+                for w in range(1, wn):
+                    s += s_sum[warp_m * wn + w]
+
+            # Whether the row keeps anything: masked rows need the reduction, causal ones know
+            # it from lim (the same in every CTA of the row).
+            row_keep = keep != 0 if masked else (lim > 0 if causal else True)
+            if multi:
+                # One (max, sum) pair per CTA; the masked variant's sign of the sum says "this
+                # CTA keeps nothing" (every CTA owns a column, so its sum is >= 1).
+                sb = (((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m) * ctas * 2
+                if valid and warp_n == 0 and lane == 0:
+                    st_cg2(stats, sb + 2 * cta, m, -s if masked and keep == 0 else s)
+                barrier_sync(barrier, cuda.blockIdx.y, (trip + 1) * ctas)
+                factor = f0
+                if valid:
+                    gm, gs, anyp = cta_merge(stats, sb, ctas)
+                    if masked:
+                        row_keep = anyp != 0
+                    # A CTA whose columns are all excluded has only zeros (no inf scaling).
+                    if row_keep and m != neg_inf:
+                        factor = ex2(m - gm) * rcp(gs)
+            else:
+                factor = rcp(s) if row_keep else f0
+
+            if valid:
+                yr = row_ptr(y, row * y_stride)
+                for it in range(ldgs):
+                    c = col0 + it * col_step
+                    out(v, it * ne, factor, lim - c)
+                    pack(xw, 0, v, it * ne)
+                    if c + ne <= cols:
+                        st_y(yr, c, xw, 0)
+                    if c == tail_col:
+                        copy_x(tw, 0, xw, 0)
+                if tail_mine:
+                    st_part(yr, tail_col, tw, tail_n)
+
+    return softmax_fwd
+
+
+def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool):
+    """``softmax_bwd`` of docs/design.md: ``dx = scale * y * (dy - sum(dy * y))``."""
+    nw = ro.words_per_vector(dtype, ne)
+    kw = nw * ldgs  # words of the row part a thread holds (raw: half the registers of fp32)
+    step = wn * 32 * ne
+    nxch = wm * wn * 32 if ro.SIM else 1
+    nred = 2 * wm * wn  # double-buffered by trip parity: one __syncthreads per trip suffices
+    ld_v = ro.ld_words(ne * (4 if dtype == "fp32" else 2))
+    st_v = ro.st_words(ne * (4 if dtype == "fp32" else 2))
+    ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
+    unpack, unpack2, pack = ro.unpack(dtype, ne), ro.unpack(dtype, ne, True), ro.pack(dtype, ne)
+    copy_w, dot_acc, dx_vec = ro.copy_words(nw), ro.dot_acc(ne), ro.softmax_dx(ne)
+    cta_sum, st_cg2, warp_sum = ro.cta_sum, ro.st_cg2, ro.warp_sum
+    barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
+    multi_warp = wn > 1
+    f0 = _F0
+    f32, u32 = types.float32, types.uint32
+
+    def softmax_bwd(dy, y, dx, rows, cols, dy_stride, y_stride, dx_stride, scale, stats, barrier):
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        # Compile-time zeros where the config has one warp along a dimension: the shared
+        # exchange then has constant addresses (otherwise NVVM hoists one 64-bit address per
+        # warp slot out of the row loop and holds them all in registers).
+        warp_m = warp // wn if wm > 1 else 0
+        warp_n = warp % wn if wn > 1 else 0
+        cta = cuda.blockIdx.x
+        ctas = cuda.gridDim.x
+        col0 = ((cta * wn + warp_n) * 32 + lane) * ne
+        col_step = ctas * step
+        rows_step = cuda.gridDim.y * wm
+        trips = (rows + rows_step - 1) // rows_step
+        tail_n = cols % ne
+        tail_col = cols - tail_n
+        tail_mine = tail_n != 0 and tail_col >= col0 and (tail_col - col0) % col_step == 0
+
+        pd = cuda.local.array(kw, u32)
+        py = cuda.local.array(kw, u32)
+        td = cuda.local.array(nw, u32)
+        ty = cuda.local.array(nw, u32)
+        zw = cuda.local.array(nw, u32)
+        for q in range(nw):
+            zw[q] = 0
+        fd = cuda.local.array(ne, f32)
+        fy = cuda.local.array(ne, f32)
+        xch = cuda.shared.array(nxch, f32)
+        s_sum = cuda.shared.array(nred, f32)
+
+        for trip in range(trips):
+            row = (trip * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m
+            valid = row < rows
+            lim = cols if valid else 0
+            dyr = row_ptr(dy, row * dy_stride)
+            yr = row_ptr(y, row * y_stride)
+            tail_n_here = tail_n if tail_mine and valid else 0
+            ld_part(td, dyr, tail_col, tail_n_here)
+            ld_part(ty, yr, tail_col, tail_n_here)
+
+            dot = f0
+            for it in range(ldgs):
+                c = col0 + it * col_step
+                if c + ne <= lim:
+                    ld_v(pd, it * nw, dyr, c)
+                    ld_v(py, it * nw, yr, c)
+                elif c == tail_col:  # the partial last vector
+                    copy_w(pd, it * nw, td, 0)
+                    copy_w(py, it * nw, ty, 0)
+                else:  # past the row's end: zeros (the tail must not count twice)
+                    copy_w(pd, it * nw, zw, 0)
+                    copy_w(py, it * nw, zw, 0)
+                unpack(fd, 0, pd, it * nw)
+                unpack(fy, 0, py, it * nw)
+                dot = dot_acc(fd, fy, dot)
+            dot = warp_sum(dot, xch, tid)
+            if multi_warp:
+                sl = ((trip & 1) * wm + warp_m) * wn
+                if lane == 0:
+                    s_sum[sl + warp_n] = dot
+                cuda.syncthreads()
+                dot = s_sum[sl]
+                for w in range(1, wn):
+                    dot += s_sum[sl + w]
+            if multi:
+                sb = (((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m) * ctas * 2
+                if valid and warp_n == 0 and lane == 0:
+                    st_cg2(stats, sb + 2 * cta, dot, f0)
+                barrier_sync(barrier, cuda.blockIdx.y, (trip + 1) * ctas)
+                if valid:
+                    dot = cta_sum(stats, sb, ctas)
+
+            if valid:
+                dxr = row_ptr(dx, row * dx_stride)
+                for it in range(ldgs):
+                    c = col0 + it * col_step
+                    unpack2(fd, 0, pd, it * nw)
+                    unpack2(fy, 0, py, it * nw)
+                    dx_vec(fd, fy, scale, dot)
+                    pack(td, 0, fd, 0)
+                    if c + ne <= cols:
+                        st_v(dxr, c, td, 0)
+                    if c == tail_col:
+                        copy_w(ty, 0, td, 0)
+                if tail_mine:
+                    st_part(dxr, tail_col, ty, tail_n)
+
+    return softmax_bwd
+
+
+def _signature(spec: SoftmaxSpec) -> tuple:
+    """Kernel argument types: global memory as raw pointers (cheap launches), as in CUDA C."""
+    t = types.CPointer(_NB_STORAGE[spec.config.dtype])
+    f32, i32, i64 = types.float32, types.int32, types.int64
+    stats, barrier = types.CPointer(types.float32), types.CPointer(types.int32)
+    if spec.config.is_backward:
+        return (t, t, t, i32, i32, i64, i64, i64, f32, stats, barrier)
+    mask = types.CPointer(types.uint8)
+    return (t, mask, t, i32, i32, i64, i64, i64, i32, i32, i32, f32, stats, barrier)
+
+
+def _multi(spec: SoftmaxSpec) -> bool:
+    return spec.ctas_per_row > 1
+
+
+def _pyfunc(spec: SoftmaxSpec):
+    c = spec.config
+    shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, _multi(spec))
+    if c.is_backward:
+        return _backward_kernel(c.dtype, *shape)
+    return _forward_kernel(c.dtype, c.variant, *shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Compilation cache
+# --------------------------------------------------------------------------------------------
+
+
+class _Compiled:
+    """One compiled kernel: the Numba dispatcher, its single overload and a cooperative twin."""
+
+    __slots__ = ("dispatcher", "kernel", "threads", "_coop")
+
+    def __init__(self, dispatcher: Any, threads: int) -> None:
+        self.dispatcher = dispatcher
+        self.threads = threads
+        self.kernel = None if ro.SIM else next(iter(dispatcher.overloads.values()))
+        self._coop = None
+
+    def occupancy(self) -> int:
+        """Max resident CTAs per SM on the current device."""
+        if ro.SIM:
+            return SIM_OCCUPANCY
+        cufunc = self.kernel.library.get_cufunc()
+        ctx = cuda.current_context()
+        return int(ctx.get_active_blocks_per_multiprocessor(cufunc, self.threads, 0))
+
+    def launch(self, args: tuple, plan: RowPlan, stream: Any) -> None:
+        if ro.SIM:
+            self.dispatcher[plan.grid, plan.block](*args)
+            return
+        kernel = self.kernel
+        if plan.cooperative:
+            # numba-cuda launches cooperatively only kernels whose code uses grid groups
+            # (cg.this_grid(), which also makes it link cudadevrt), and reads that flag only
+            # when it launches, to build cuda.core's LaunchConfig(is_cooperative=...). Our
+            # kernels synchronise through their own atomic barrier and need only co-residency
+            # of the CTAs, a property of the launch rather than of the code. So a shallow clone
+            # of the compiled kernel with the flag set launches the same CUfunction through
+            # cuLaunchKernelEx with the cooperative attribute, without a second compilation;
+            # the original object stays non-cooperative for ctas_per_row == 1.
+            kernel = self._coop
+            if kernel is None:
+                kernel = object.__new__(type(self.kernel))
+                kernel.__dict__.update(self.kernel.__dict__)
+                kernel.cooperative = True
+                self._coop = kernel
+        kernel.launch(args, plan.grid, plan.block, stream, 0)
+
+
+_cache: dict[tuple, Any] = {}
+_cache_lock = threading.Lock()
+_key_locks: dict[tuple, threading.Lock] = {}
+
+
+def _cached(key: tuple, build) -> Any:
+    obj = _cache.get(key)
+    if obj is not None:
+        return obj
+    with _cache_lock:
+        lock = _key_locks.setdefault(key, threading.Lock())
+    with lock:  # one compile per key; other keys compile concurrently
+        obj = _cache.get(key)
+        if obj is None:
+            obj = build()
+            _cache[key] = obj
+    return obj
+
+
+def _parse_arch(arch: str) -> tuple[int, int]:
+    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("a")
+    if not digits.isdigit() or len(digits) < 2:
+        raise ValueError(f"arch: expected e.g. 'sm_90', got {arch!r}")
+    return int(digits[:-1]), int(digits[-1])
+
+
+def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
+    if spec.config.is_backward != backward:
+        want = "softmax_bwd" if backward else "softmax_fwd"
+        raise ValueError(f"expected a {want} spec, got {spec.config.op}")
+    threads = spec.threads
+    if arch is not None:
+        if ro.SIM:
+            raise RuntimeError("compile_ptx is not available under Numba's CUDA simulator")
+        cc = _parse_arch(arch)
+
+        def build_ptx() -> str:
+            ptx, _ = cuda.compile_ptx(_pyfunc(spec), _signature(spec), cc=cc, launch_bounds=threads)
+            return ptx
+
+        return _cached(("ptx", cc, spec.kernel_key, _multi(spec)), build_ptx)
+
+    def build() -> _Compiled:
+        if ro.SIM:
+            return _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec)), threads)
+        disp = cuda.jit(_signature(spec), launch_bounds=threads)(_pyfunc(spec))
+        return _Compiled(disp, threads)
+
+    return _cached(("jit", spec.kernel_key, _multi(spec)), build)
+
+
+def compile_forward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
+    """Compile (cached) the forward kernel of ``spec``.
+
+    Parameters
+    ----------
+    spec : SoftmaxSpec
+        A ``softmax_fwd`` spec.
+    arch : str, optional
+        ``"sm_90"`` etc.: only compile to PTX for that target (no GPU needed) and return the
+        PTX text. None: the launchable kernel for the current device.
+    """
+    return _compile(spec, False, arch)
+
+
+def compile_backward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
+    """Compile (cached) the backward kernel of ``spec``; see :func:`compile_forward`."""
+    return _compile(spec, True, arch)
+
+
+def occupancy_forward(spec: SoftmaxSpec) -> int:
+    """Max active CTAs per SM of the forward kernel (:data:`SIM_OCCUPANCY` in the simulator)."""
+    return SIM_OCCUPANCY if ro.SIM else compile_forward(spec).occupancy()
+
+
+def occupancy_backward(spec: SoftmaxSpec) -> int:
+    """Max active CTAs per SM of the backward kernel (:data:`SIM_OCCUPANCY` in the simulator)."""
+    return SIM_OCCUPANCY if ro.SIM else compile_backward(spec).occupancy()
+
+
+# --------------------------------------------------------------------------------------------
+# Launch
+# --------------------------------------------------------------------------------------------
+
+
+def _rows_layout(t: Any) -> tuple[int, int, int]:
+    """(rows, cols, row stride in elements) of a Tensor or a Numba / numpy array."""
+    if hasattr(t, "rows_cols"):
+        return t.rows_cols()
+    shape = tuple(t.shape)
+    itemsize = t.dtype.itemsize
+    strides = tuple(s // itemsize for s in t.strides)
+    cols = shape[-1]
+    if cols > 1 and strides[-1] != 1:
+        raise ValueError(f"innermost dimension must be contiguous, got strides {strides}")
+    lead = [(n, s) for n, s in zip(shape[:-1], strides[:-1], strict=True) if n != 1]
+    rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
+    if not lead:
+        return rows, cols, cols
+    n_in, row_stride = lead[-1]
+    expected = row_stride * n_in
+    for n, s in reversed(lead[:-1]):
+        if s != expected:
+            raise ValueError(f"shape {shape} with strides {strides} is not a uniform row layout")
+        expected = s * n
+    return rows, cols, row_stride
+
+
+def _host_array(t: Any) -> np.ndarray:
+    """Simulator: the numpy array behind a Tensor / simulated device array / numpy array."""
+    if hasattr(t, "as_numba"):
+        t = t.as_numba()
+    return t._ary if hasattr(t, "_ary") else np.asarray(t)
+
+
+def _address(t: Any) -> int:
+    """Address of element [0, 0, ...] (the simulator's host address under the simulator)."""
+    if ro.SIM:
+        return int(_host_array(t).ctypes.data)
+    ptr = getattr(t, "ptr", None)
+    if isinstance(ptr, int):
+        return ptr
+    return int(t.__cuda_array_interface__["data"][0])
+
+
+def _sim_flat(t: Any, n: int, storage: np.dtype) -> Any:
+    """Simulator: 1-D ``storage`` array of ``n`` elements from the first element of ``t``."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    base = _host_array(t)
+    if base.dtype != storage:
+        if base.dtype.itemsize != storage.itemsize:
+            raise TypeError(f"expected {storage} storage, got {base.dtype}")
+        base = base.view(storage)  # bool -> uint8, bfloat16 -> uint16
+    flat = np.lib.stride_tricks.as_strided(base, shape=(n,), strides=(storage.itemsize,))
+    return FakeCUDAArray(flat)
+
+
+_core_streams: dict[int, Any] = {}
+
+
+def _launch_stream(handle: int) -> Any:
+    """The stream object Numba's launch path hands to cuda.core, for a raw handle (cached)."""
+    s = _core_streams.get(handle)
+    if s is None:
+        s = _stream(handle)  # Numba stream: default for 0, else external_stream (cached)
+        try:  # what Numba's own dispatcher passes to _Kernel.launch
+            from numba.cuda.cudadrv.driver import _to_core_stream
+
+            s = _to_core_stream(s)
+        except ImportError:  # older numba-cuda: cuda.core accepts __cuda_stream__ objects
+            pass
+        if len(_core_streams) > 64:
+            _core_streams.clear()
+        _core_streams[handle] = s
+    return s
+
+
+def _rows_arg(t: Any, rows: int, cols: int, storage: np.dtype, ne: int, name: str):
+    """(kernel argument, row stride) for ``rows`` x ``cols`` rows of ``t``, after checking the
+    layout and the alignment the kernel's ``ne``-element vectors need."""
+    r, c, stride = _rows_layout(t)
+    if r != rows or c != cols:
+        raise ValueError(f"{name}: expected {rows} x {cols} rows, got {r} x {c}")
+    vec = ne * storage.itemsize
+    ptr = _address(t)
+    if ptr % vec or (rows > 1 and (stride * storage.itemsize) % vec):
+        raise ValueError(f"{name}: pointer or row pitch not aligned to {vec}-byte vectors")
+    if ro.SIM:
+        return _sim_flat(t, (rows - 1) * stride + cols, storage), stride
+    return ptr, stride
+
+
+def _scratch_args(plan: RowPlan, scratch: Any, stream: int) -> tuple[Any, Any]:
+    """(stats, barrier) kernel arguments; the barrier counters are zeroed on ``stream``."""
+    if plan.ctas_per_row == 1:
+        if ro.SIM:
+            return _SIM_DUMMY_F32, _SIM_DUMMY_I32
+        return 0, 0  # never dereferenced
+    if scratch is None:
+        raise ValueError(f"this launch needs {plan.scratch_bytes} bytes of scratch")
+    if ro.SIM:  # unreachable through the planner (one CTA a row there); kept for completeness
+        raw = _host_array(scratch).reshape(-1).view(np.uint8)
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        st = raw[plan.stats_offset : plan.stats_offset + plan.stats_bytes].view(np.float32)
+        bar = raw[plan.barrier_offset : plan.barrier_offset + plan.barrier_bytes].view(np.int32)
+        bar[:] = 0
+        return FakeCUDAArray(st), FakeCUDAArray(bar)
+    base = _address(scratch)
+    _memset_barrier(base + plan.barrier_offset, plan.barrier_bytes // 4, stream)
+    return base + plan.stats_offset, base + plan.barrier_offset
+
+
+_SIM_DUMMY_F32 = np.zeros(2, np.float32)
+_SIM_DUMMY_I32 = np.zeros(1, np.int32)
+_SIM_DUMMY_U8 = np.zeros(1, np.uint8)
+
+
+def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
+    """Launch the forward kernel of ``plan.spec`` on the raw CUstream handle ``stream``.
+
+    ``args`` holds Tensors (``ptr``, ``rows_cols()``; ``as_numba()`` under the simulator) or
+    Numba device arrays; ``x``/``y`` are ``rows x cols`` rows, ``mask`` is
+    ``mask_batch * sq`` rows of ``cols`` bytes.
+    """
+    spec = plan.spec
+    kern = compile_forward(spec)
+    rows, cols, ne = plan.rows, plan.cols, spec.num_elts
+    storage = _NP_STORAGE[spec.config.dtype]
+    x, xs = _rows_arg(args.x, rows, cols, storage, ne, "x")
+    y, ys = _rows_arg(args.y, rows, cols, storage, ne, "y")
+    sq, heads, mask_batch = int(args.sq), int(args.heads), int(args.mask_batch)
+    if sq < 1 or heads < 1 or mask_batch < 1:
+        raise ValueError(f"sq, heads, mask_batch must be >= 1, got {sq}, {heads}, {mask_batch}")
+    if spec.variant == "masked":
+        if args.mask is None:
+            raise ValueError("the masked variant needs a mask")
+        mask, ms = _rows_arg(args.mask, mask_batch * sq, cols, np.dtype(np.uint8), ne, "mask")
+    else:
+        mask, ms = (_SIM_DUMMY_U8 if ro.SIM else 0), 0
+    stats, barrier = _scratch_args(plan, args.scratch, stream)
+    kern.launch(
+        (x, mask, y, rows, cols, xs, ys, ms, sq, heads, mask_batch, float(args.scale), stats,
+         barrier),
+        plan,
+        0 if ro.SIM else _launch_stream(stream),
+    )  # fmt: skip
+
+
+def backward(plan: RowPlan, args: SoftmaxBwdArgs, stream: int) -> None:
+    """Launch the backward kernel of ``plan.spec`` on the raw CUstream handle ``stream``."""
+    spec = plan.spec
+    kern = compile_backward(spec)
+    rows, cols, ne = plan.rows, plan.cols, spec.num_elts
+    storage = _NP_STORAGE[spec.config.dtype]
+    dy, dys = _rows_arg(args.dy, rows, cols, storage, ne, "dy")
+    y, ys = _rows_arg(args.y, rows, cols, storage, ne, "y")
+    dx, dxs = _rows_arg(args.dx, rows, cols, storage, ne, "dx")
+    stats, barrier = _scratch_args(plan, args.scratch, stream)
+    kern.launch(
+        (dy, y, dx, rows, cols, dys, ys, dxs, float(args.scale), stats, barrier),
+        plan,
+        0 if ro.SIM else _launch_stream(stream),
+    )

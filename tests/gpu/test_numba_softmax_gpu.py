@@ -1,0 +1,248 @@
+"""Numba softmax backend on a real GPU: every variant and dtype over short to very long rows.
+
+Launches ``backends/numba/softmax.py`` directly from planner plans on Numba device arrays
+(one CTA a row up to 16384 keys, several cooperating CTAs beyond), against float64
+references; checks exact zeros, untouched row padding and bitwise-identical repeats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from numba_norms import planner, registry
+from numba_norms import reference as ref
+from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from tests.conftest import HAS_GPU, SIMULATOR, assert_close
+
+pytestmark = pytest.mark.gpu
+if SIMULATOR or not HAS_GPU:
+    pytest.skip("needs a CUDA GPU (and not Numba's simulator)", allow_module_level=True)
+
+from numba import cuda  # noqa: E402
+
+from numba_norms.backends.numba import softmax as sm  # noqa: E402
+
+DTYPES = ["fp32", "fp16", "bf16"]
+VARIANTS = ["scaled", "masked", "upper_triang", "aligned_causal"]
+SKS = [1, 7, 32, 128, 1000, 2048, 4097, 16384, 32768, 131072]
+
+
+def _limits() -> planner.DeviceLimits:
+    dev = cuda.get_current_device()
+    return planner.DeviceLimits(
+        sm_count=dev.MULTIPROCESSOR_COUNT,
+        max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
+        cooperative=bool(getattr(dev, "COOPERATIVE_LAUNCH", 1)),
+        name=dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
+    )
+
+
+LIMITS = _limits()
+
+
+def _shape(sk: int, variant: str) -> tuple[int, int, int]:
+    """(b, h, sq): odd sizes, few rows for long keys; aligned causal gets sq > sk when short."""
+    if sk >= 32768:
+        return (1, 1, 3)
+    if sk >= 4097:
+        return (1, 3, 3)
+    if variant == "aligned_causal" and sk <= 32:
+        return (3, 1, sk + 4)  # the first 4 rows keep nothing
+    return (3, 5, 7)
+
+
+def _storage(a: np.ndarray, dtype: str) -> np.ndarray:
+    return a.view(np.uint16) if dtype == "bf16" else a
+
+
+def _keep(variant: str, sq: int, sk: int) -> np.ndarray:
+    i = np.arange(sq)[:, None]
+    j = np.arange(sk)[None, :]
+    if variant == "upper_triang":
+        return j <= i
+    if variant == "aligned_causal":
+        return j <= i + (sk - sq)
+    return np.ones((sq, sk), bool)
+
+
+def _softmax64(v, keep):
+    v = np.where(keep, v, -np.inf)
+    m = v.max(-1, keepdims=True)
+    e = np.where(keep, np.exp(v - np.where(np.isfinite(m), m, 0.0)), 0.0)
+    s = e.sum(-1, keepdims=True)
+    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
+
+
+def _vec(arrays, cfg) -> int:
+    pairs = []
+    for a in arrays:
+        ptr = a.__cuda_array_interface__["data"][0]
+        al = min(256, ptr & -ptr)
+        if a.shape[0] > 1:
+            pitch = a.strides[0]
+            al = min(al, pitch & -pitch)
+        pairs.append((al, a.dtype.itemsize))
+    return planner.vector_elements(pairs, cfg.num_elts)
+
+
+def _plan(op, variant, dtype, rows, cols, arrays):
+    cfg = registry.select_softmax(op, variant, dtype, cols)
+    spec = planner.softmax_spec(cfg, cols, _vec(arrays, cfg), LIMITS)
+    occ = sm.occupancy_backward(spec) if cfg.is_backward else sm.occupancy_forward(spec)
+    return planner.softmax_plan(spec, rows, cols, LIMITS, occ)
+
+
+def _scratch(plan):
+    return cuda.device_array(plan.scratch_bytes, np.uint8) if plan.scratch_bytes else None
+
+
+def _check(y, expected, dtype, n, what, scale=1.0):
+    """assert_close on values scaled by ``n`` (about the kept count), so that long rows, whose
+    entries are ~1/n, are checked relative to their size rather than against atol."""
+    n = np.maximum(np.asarray(n, dtype=np.float64), 1.0)
+    assert_close(y * n, expected * n, dtype, scale=scale, what=what)
+
+
+def _host(d, dtype):
+    h = d.copy_to_host()
+    return h.view(ref.NP[dtype]) if dtype == "bf16" else h
+
+
+@pytest.mark.parametrize("sk", SKS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward(variant, dtype, sk):
+    b, h, sq = _shape(sk, variant)
+    rows = b * h * sq
+    rng = np.random.default_rng(sk * 7 + len(variant))
+    x = (rng.standard_normal((rows, sk)) * 3).astype(ref.NP[dtype])
+    d_x = cuda.to_device(_storage(x, dtype))
+    d_y = cuda.device_array(d_x.shape, d_x.dtype)
+    mask = mask4 = d_mask = None
+    mask_batch = b if sk % 2 else 1
+    arrays = [d_x, d_y]
+    if variant == "masked":
+        mask = (rng.random((mask_batch * sq, sk)) < 0.3).astype(np.uint8)
+        mask[min(1, mask_batch * sq - 1)] = 1  # a fully masked row
+        mask4 = mask.reshape(mask_batch, 1, sq, sk)
+        d_mask = cuda.to_device(mask)
+        arrays.append(d_mask)
+    plan = _plan("softmax_fwd", variant, dtype, rows, sk, arrays)
+    scratch = _scratch(plan)
+    args = SoftmaxFwdArgs(d_x, d_y, d_mask, 0.6, sq, h, mask_batch, scratch)
+    sm.forward(plan, args, 0)
+    first = d_y.copy_to_host()
+    for _ in range(2):  # bitwise reproducible, barrier counters re-zeroed every launch
+        sm.forward(plan, args, 0)
+        assert np.array_equal(d_y.copy_to_host().view(np.uint8), first.view(np.uint8))
+    y = _host(d_y, dtype).astype(np.float64).reshape(b, h, sq, sk)
+    x4 = x.reshape(b, h, sq, sk)
+    if variant == "masked":
+        expected = ref.scaled_masked_softmax(x4, mask4, 0.6)
+        full = np.broadcast_to(mask4.astype(bool).all(-1, keepdims=True), y.shape)
+        assert (y[full] == 0).all()
+    else:
+        keep = np.broadcast_to(_keep(variant, sq, sk), y.shape)
+        expected = _softmax64(x4.astype(np.float64) * 0.6, keep)
+        assert (y[~keep] == 0).all(), "excluded positions must be exactly 0"
+    # values ~1/kept: compare relative to the row (the reference's row max sets the scale)
+    n = 1.0 / np.maximum(expected.max(-1, keepdims=True), 1e-30)
+    _check(y, expected, dtype, n, f"{variant} y (ctas_per_row={plan.ctas_per_row})")
+
+
+@pytest.mark.parametrize("sk", SKS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_backward(dtype, sk):
+    b, h, sq = _shape(sk, "scaled")
+    rows = b * h * sq
+    rng = np.random.default_rng(sk)
+    y = ref.scaled_softmax(rng.standard_normal((rows, sk)) * 2, 1.0).astype(ref.NP[dtype])
+    dy = rng.standard_normal((rows, sk)).astype(ref.NP[dtype])
+    d_y = cuda.to_device(_storage(y, dtype))
+    d_dy = cuda.to_device(_storage(dy, dtype))
+    d_dx = cuda.device_array(d_y.shape, d_y.dtype)
+    plan = _plan("softmax_bwd", "scaled", dtype, rows, sk, [d_dy, d_y, d_dx])
+    args = SoftmaxBwdArgs(d_dy, d_y, d_dx, 0.6, _scratch(plan))
+    sm.backward(plan, args, 0)
+    first = d_dx.copy_to_host()
+    sm.backward(plan, args, 0)
+    assert np.array_equal(d_dx.copy_to_host().view(np.uint8), first.view(np.uint8))
+    # Long rows: |dx| <= scale * y * (|dy| + |sum|) is tiny; compare on the rows' scale.
+    dx = _host(d_dx, dtype).astype(np.float64)
+    expected = ref.softmax_bwd(dy, y, 0.6)
+    n = 1.0 / np.maximum(np.abs(expected).max(-1, keepdims=True), 1e-30)
+    _check(dx, expected, dtype, n, f"dx (ctas_per_row={plan.ctas_per_row})", scale=4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_strided_on_a_stream(dtype):
+    """Row pitch > sk (16-byte aligned), a partial last vector, a non-default stream."""
+    rows, sk, pitch = 37, 1000 + 3, 1024
+    rng = np.random.default_rng(5)
+    npd = ref.NP[dtype]
+    x = np.full((rows, pitch), np.nan, np.float32).astype(npd)
+    x[:, :sk] = rng.standard_normal((rows, sk)).astype(npd)
+    stream = cuda.stream()
+    d_xfull = cuda.to_device(_storage(x, dtype), stream=stream)
+    d_yfull = cuda.to_device(_storage(x, dtype), stream=stream)  # NaN padding as a canary
+    d_x, d_y = d_xfull[:, :sk], d_yfull[:, :sk]
+    plan = _plan("softmax_fwd", "scaled", dtype, rows, sk, [d_x, d_y])
+    assert plan.spec.num_elts == plan.spec.config.num_elts
+    h_ = stream.handle
+    handle = int(getattr(h_, "value", h_) or 0)
+    sm.forward(plan, SoftmaxFwdArgs(d_x, d_y, None, 1.0, rows, scratch=_scratch(plan)), handle)
+    stream.synchronize()
+    y = d_yfull.copy_to_host()
+    y = (y.view(npd) if dtype == "bf16" else y).astype(np.float64)
+    assert np.isnan(y[:, sk:]).all(), "wrote into the row padding"
+    expected = _softmax64(x[:, :sk].astype(np.float64), np.ones((rows, sk), bool))
+    assert_close(y[:, :sk], expected, dtype, what="y")
+
+
+@pytest.mark.parametrize("cols", [16385, 131072])
+def test_multi_cta_many_row_groups(cols):
+    """Multi-CTA rows with more rows than resident row groups (several trips and barriers)."""
+    rng = np.random.default_rng(3)
+    rows = 300 if cols < 100000 else 40
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    d_x = cuda.to_device(x)
+    d_y = cuda.device_array_like(d_x)
+    plan = _plan("softmax_fwd", "aligned_causal", "fp32", rows, cols, [d_x, d_y])
+    assert plan.ctas_per_row > 1 and plan.cooperative
+    sm.forward(plan, SoftmaxFwdArgs(d_x, d_y, None, 1.0, rows, scratch=_scratch(plan)), 0)
+    y = d_y.copy_to_host().astype(np.float64)
+    keep = _keep("aligned_causal", rows, cols)
+    assert (y[~keep] == 0).all()
+    _check(y, _softmax64(x.astype(np.float64), keep), "fp32", keep.sum(-1, keepdims=True), "y")
+
+
+@pytest.mark.parametrize("sk", [1000, 4097, 32768])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_agrees_with_nvrtc(monkeypatch, dtype, sk):
+    """Same algorithm as the CUDA C kernels: the public API on both backends agrees closely."""
+    import numba_norms as nn
+    from numba_norms import dispatch
+
+    if not dispatch.nvrtc_status()[0]:
+        pytest.skip("NVRTC unavailable")
+    pytest.importorskip("numba_norms.backends.nvrtc.softmax")
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((1, 3, 5, sk)) * 3).astype(ref.NP[dtype])
+    d_x = cuda.to_device(_storage(x, dtype))
+    if dtype == "bf16":
+        d_x = d_x.view(ref.NP["bf16"])
+    out = {}
+    for backend in ("nvrtc", "numba"):
+        monkeypatch.setenv("DISABLE_NVRTC", "1" if backend == "numba" else "0")
+        y = nn.scaled_aligned_causal_masked_softmax_fwd(d_x, 0.8)
+        assert nn.last_backend() == backend
+        out[backend] = np.asarray(y.copy_to_host()).view(np.uint8)
+    a = out["numba"].view(_storage(x, dtype).dtype)
+    b = out["nvrtc"].view(_storage(x, dtype).dtype)
+    same = np.mean(a == b)
+    print(f"{dtype} sk={sk}: {same:.4%} of outputs bitwise equal to NVRTC's")
+    fa = (a.view(ref.NP[dtype]) if dtype == "bf16" else a).astype(np.float64)
+    fb = (b.view(ref.NP[dtype]) if dtype == "bf16" else b).astype(np.float64)
+    n = 1.0 / np.maximum(fb.max(-1, keepdims=True), 1e-30)
+    _check(fa, fb, dtype, n, "numba vs nvrtc")

@@ -1,0 +1,390 @@
+"""Numba softmax backend (``backends/numba/softmax.py``) on the CPU.
+
+Two halves, one per pass of ``tests/run_cpu.sh``:
+
+* with ``NUMBA_ENABLE_CUDASIM=1``: numerics of every variant, forward and backward, fp32/fp16/
+  bf16, through the launchers with the simulator's limits, against float64 references;
+* without it: every registry entry compiles to PTX for sm_90 (no GPU needed), and the PTX has
+  the properties the design relies on (registers only, 16-byte vectors, warp shuffles).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import numpy as np
+import pytest
+
+from numba_norms import planner, registry
+from numba_norms import reference as ref
+from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from tests.conftest import assert_close
+
+SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1"
+sim_only = pytest.mark.skipif(
+    not SIMULATOR,
+    reason="numerics run under Numba's CUDA simulator: set NUMBA_ENABLE_CUDASIM=1 "
+    "(the first pass of tests/run_cpu.sh)",
+)
+ptx_only = pytest.mark.skipif(
+    SIMULATOR, reason="compile_ptx does not exist under Numba's CUDA simulator (second pass)"
+)
+
+DTYPES = ["fp32", "fp16", "bf16"]
+VARIANTS = ["scaled", "masked", "upper_triang", "aligned_causal"]
+STORAGE = {"fp32": np.float32, "fp16": np.float16, "bf16": np.uint16}
+SIM_LIMITS = planner.DeviceLimits.simulator()
+H200 = planner.DeviceLimits(sm_count=132, name="H200")
+
+
+def _sm():
+    from numba_norms.backends.numba import softmax
+
+    return softmax
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _alignment(a: np.ndarray) -> int:
+    """Largest power of two (<= 256) dividing the address and the row pitch in bytes."""
+    al = min(256, a.ctypes.data & -a.ctypes.data)
+    if a.ndim > 1 and a.shape[0] > 1:
+        pitch = a.strides[0]
+        al = min(al, pitch & -pitch)
+    return al
+
+
+def _rows(shape, dtype: str, rng, pitch: int | None = None, fill=None) -> np.ndarray:
+    """A ``rows x cols`` array of ``dtype`` (logical numpy dtype), optionally row-strided.
+
+    With a pitch, the padding holds a canary (NaN / 0xAB) so stray writes show up.
+    """
+    rows, cols = shape
+    npd = ref.NP[dtype]
+    pitch = pitch or cols
+    base = np.full((rows, pitch), np.nan, dtype=np.float32).astype(npd)
+    view = base[:, :cols]
+    view[...] = (rng.standard_normal((rows, cols)) if fill is None else fill).astype(npd)
+    return view
+
+
+def _storage(a: np.ndarray, dtype: str) -> np.ndarray:
+    return a.view(np.uint16) if dtype == "bf16" else a
+
+
+def _plan(op: str, variant: str, dtype: str, rows: int, cols: int, arrays, cfg=None):
+    sm = _sm()
+    cfg = cfg or registry.select_softmax(op, variant, dtype, cols)
+    pairs = [(_alignment(a), a.dtype.itemsize) for a in arrays]
+    vec = planner.vector_elements(pairs, cfg.num_elts)
+    spec = planner.softmax_spec(cfg, cols, vec, SIM_LIMITS)
+    occ = sm.occupancy_backward(spec) if cfg.is_backward else sm.occupancy_forward(spec)
+    return planner.softmax_plan(spec, rows, cols, SIM_LIMITS, occ)
+
+
+def _keep(variant: str, sq: int, sk: int) -> np.ndarray:
+    """[sq, sk] kept positions of the causal variants (upper_triang: j <= i, any sq)."""
+    i = np.arange(sq)[:, None]
+    j = np.arange(sk)[None, :]
+    if variant == "upper_triang":
+        return j <= i
+    if variant == "aligned_causal":
+        return j <= i + (sk - sq)
+    return np.ones((sq, sk), bool)
+
+
+def _softmax64(v: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """float64 softmax over the kept positions; zeros elsewhere and in rows keeping nothing."""
+    v = np.where(keep, v, -np.inf)
+    m = v.max(-1, keepdims=True)
+    e = np.where(keep, np.exp(v - np.where(np.isfinite(m), m, 0.0)), 0.0)
+    s = e.sum(-1, keepdims=True)
+    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
+
+
+def _reference_fwd(variant, x4, scale, mask4=None):
+    if variant == "masked":
+        return ref.scaled_masked_softmax(x4, mask4, scale)
+    keep = np.broadcast_to(_keep(variant, x4.shape[-2], x4.shape[-1]), x4.shape)
+    return _softmax64(x4.astype(np.float64) * scale, keep)
+
+
+def run_forward(variant, dtype, b, h, sq, sk, *, mask_batch=1, pitch=None, scale=0.7, cfg=None,
+                seed=0, full_mask_rows=()):  # fmt: skip
+    """Launch the forward kernel and return (x4, y4 float64, expected, mask4, plan)."""
+    rng = np.random.default_rng(seed)
+    rows = b * h * sq
+    x = _rows((rows, sk), dtype, rng, pitch)
+    y = _rows((rows, sk), dtype, rng, pitch, fill=np.zeros((rows, sk)))
+    mask = mask4 = None
+    arrays = [_storage(x, dtype), _storage(y, dtype)]
+    if variant == "masked":
+        mask = (rng.random((mask_batch * sq, sk)) < 0.3).astype(np.uint8)
+        for r in full_mask_rows:
+            mask[r % (mask_batch * sq)] = 1
+        mask4 = mask.reshape(mask_batch, 1, sq, sk)
+        arrays.append(mask)
+    plan = _plan("softmax_fwd", variant, dtype, rows, sk, arrays, cfg)
+    args = SoftmaxFwdArgs(arrays[0], arrays[1], mask, scale, sq, h, mask_batch)
+    _sm().forward(plan, args, 0)
+    if pitch:  # nothing written outside the rows
+        pad = y.base[:, sk:].astype(np.float32)
+        assert np.isnan(pad).all(), "forward wrote into the row padding"
+    x4 = x.reshape(b, h, sq, sk)
+    expected = _reference_fwd(variant, x4, scale, mask4)
+    return x4, y.astype(np.float64).reshape(b, h, sq, sk), expected, mask4, plan
+
+
+def run_backward(dtype, rows, sk, *, pitch=None, scale=0.7, cfg=None, seed=1):
+    rng = np.random.default_rng(seed)
+    yv = ref.scaled_softmax(rng.standard_normal((rows, sk)) * 2, 1.0)
+    y = _rows((rows, sk), dtype, rng, pitch, fill=yv)
+    dy = _rows((rows, sk), dtype, rng, pitch)
+    dx = _rows((rows, sk), dtype, rng, pitch, fill=np.zeros((rows, sk)))
+    arrays = [_storage(dy, dtype), _storage(y, dtype), _storage(dx, dtype)]
+    plan = _plan("softmax_bwd", "scaled", dtype, rows, sk, arrays, cfg)
+    _sm().backward(plan, SoftmaxBwdArgs(arrays[0], arrays[1], arrays[2], scale), 0)
+    if pitch:
+        assert np.isnan(dx.base[:, sk:].astype(np.float32)).all(), "backward wrote into padding"
+    return dx.astype(np.float64), ref.softmax_bwd(dy, y, scale), plan
+
+
+# --------------------------------------------------------------------------------------------
+# simulator: numerics
+# --------------------------------------------------------------------------------------------
+
+# (b, h, sq) per variant: odd sizes; aligned causal with sk < sq for some rows keeping nothing.
+SHAPES = {
+    "scaled": (1, 3, 5),
+    "masked": (3, 1, 3),
+    "upper_triang": (1, 1, 7),
+    "aligned_causal": (1, 1, 9),
+}
+
+
+@sim_only
+@pytest.mark.parametrize("sk", [1, 7, 33, 100])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward(variant, dtype, sk):
+    b, h, sq = SHAPES[variant]
+    mask_batch = b if (sk % 2) else 1  # both mask batch layouts across the sk values
+    x4, y, expected, mask4, _ = run_forward(
+        variant, dtype, b, h, sq, sk, mask_batch=mask_batch, full_mask_rows=(1,)
+    )
+    assert_close(y, expected, dtype, what=f"{variant} y")
+    if variant in ("upper_triang", "aligned_causal"):
+        excluded = ~np.broadcast_to(_keep(variant, sq, sk), y.shape)
+        assert (y[excluded] == 0).all(), "excluded positions must be exactly 0"
+        empty = ~_keep(variant, sq, sk).any(-1)  # aligned causal, sk < sq: rows keeping nothing
+        assert (y[..., empty, :] == 0).all()
+    if variant == "masked":
+        full = np.broadcast_to(mask4.astype(bool).all(-1, keepdims=True), y.shape)
+        assert full.any() and (y[full] == 0).all(), "fully masked rows must be all zeros"
+
+
+@sim_only
+@pytest.mark.parametrize("sk", [1, 7, 33, 100])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_backward(dtype, sk):
+    rows = 9  # odd, and more rows than one CTA holds
+    dx, expected, _ = run_backward(dtype, rows, sk)
+    assert_close(dx, expected, dtype, scale=4, what="dx")
+
+
+@sim_only
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_strided_vectors_and_tail(dtype):
+    """Row pitch > sk keeps full-width vectors; sk % vector != 0 takes the partial-vector path."""
+    pitch = 256  # 16-byte aligned rows; 250 % vector width != 0
+    x4, y, expected, _, plan = run_forward("scaled", dtype, 1, 1, 3, 250, pitch=pitch)
+    assert plan.spec.num_elts == 16 // np.dtype(STORAGE[dtype]).itemsize
+    assert_close(y, expected, dtype, what="y")
+    dx, dexp, bplan = run_backward(dtype, 3, 250, pitch=pitch)
+    assert bplan.spec.num_elts == plan.spec.num_elts
+    assert_close(dx, dexp, dtype, scale=4, what="dx")
+
+
+@sim_only
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_backward_tail_before_the_last_vector(dtype):
+    """The partial vector is not the thread's last one: later vectors must add zeros."""
+    dx, dexp, plan = run_backward(dtype, 3, 258, pitch=264)
+    spec = plan.spec
+    assert 258 % spec.num_elts and spec.ldgs * spec.num_elts * 32 * spec.warps_n >= 258 + 128
+    assert_close(dx, dexp, dtype, scale=4, what="dx")
+
+
+@sim_only
+def test_narrow_vectors_odd_pitch():
+    """An odd row pitch allows only one element a vector: the scalar path."""
+    x4, y, expected, mask4, plan = run_forward("masked", "fp16", 1, 1, 5, 21, pitch=23)
+    assert plan.spec.num_elts == 1
+    assert_close(y, expected, "fp16", what="y")
+
+
+@sim_only
+def test_persistent_rows_loop():
+    """More rows than resident warps: every CTA loops over several row groups."""
+    x4, y, expected, _, plan = run_forward("aligned_causal", "fp32", 2, 3, 7, 12)
+    assert plan.row_iterations > 1
+    assert_close(y, expected, "fp32", what="y")
+
+
+@sim_only
+@pytest.mark.parametrize("variant", ["masked", "aligned_causal"])
+def test_block_kernel_cross_warp_reductions(variant):
+    """A one-row-per-CTA entry (8 warps a row): the shared-memory stage of the reductions."""
+    cfg = next(
+        c
+        for c in registry.softmax_configs()
+        if c.op == "softmax_fwd" and c.kind == "block" and c.variant == variant
+        and c.dtype == "fp32" and c.warps_n == 8
+    )  # fmt: skip
+    x4, y, expected, mask4, plan = run_forward(
+        variant, "fp32", 1, 1, 5, 100, cfg=cfg, full_mask_rows=(2,)
+    )
+    assert plan.block == (256, 1, 1)
+    assert_close(y, expected, "fp32", what="y")
+    bcfg = next(
+        c
+        for c in registry.softmax_configs()
+        if c.op == "softmax_bwd" and c.kind == "block" and c.dtype == "fp32" and c.warps_n == 8
+    )
+    dx, dexp, _ = run_backward("fp32", 3, 100, cfg=bcfg)
+    assert_close(dx, dexp, "fp32", scale=4, what="dx")
+
+
+@sim_only
+def test_misaligned_pointer_is_rejected():
+    sm = _sm()
+    rng = np.random.default_rng(0)
+    x = _rows((3, 64), "fp32", rng)
+    y = np.zeros_like(x)
+    cfg = registry.select_softmax("softmax_fwd", "scaled", "fp32", 64)
+    spec = planner.softmax_spec(cfg, 64, 4, SIM_LIMITS)
+    plan = planner.softmax_plan(spec, 3, 64, SIM_LIMITS, sm.occupancy_forward(spec))
+    bad = np.zeros((3, 66), np.float32)[:, 1:65]  # 4-byte aligned only
+    with pytest.raises(ValueError, match="aligned"):
+        sm.forward(plan, SoftmaxFwdArgs(bad, y, None, 1.0, 3), 0)
+    with pytest.raises(ValueError, match="rows"):
+        sm.forward(plan, SoftmaxFwdArgs(x[:2], y[:2], None, 1.0, 2), 0)
+    with pytest.raises(ValueError, match="softmax_bwd"):
+        sm.compile_backward(spec)
+
+
+# --------------------------------------------------------------------------------------------
+# no simulator: PTX for sm_90
+# --------------------------------------------------------------------------------------------
+
+
+def _spec(op, variant, dtype, cols, vec=16, limits=H200):
+    cfg = registry.select_softmax(op, variant, dtype, cols)
+    return planner.softmax_spec(cfg, cols, vec, limits)
+
+
+def _ptx(spec) -> str:
+    sm = _sm()
+    fn = sm.compile_backward if spec.config.is_backward else sm.compile_forward
+    return fn(spec, "sm_90")
+
+
+def _registry_specs():
+    seen = {}
+    for cfg in registry.softmax_configs():
+        spec = planner.softmax_spec(cfg, cfg.max_cols, cfg.num_elts, H200)
+        seen.setdefault(spec.kernel_key, spec)
+    return list(seen.values())
+
+
+def _compile_all(specs) -> float:
+    t0 = time.perf_counter()
+    for spec in specs:
+        ptx = _ptx(spec)
+        assert ".entry" in ptx
+        assert ".local" not in ptx, f"{spec.kernel_key}: row spilled to local memory"
+    return time.perf_counter() - t0
+
+
+@ptx_only
+def test_compile_representative_specs():
+    """One kernel of each shape family (warp and block, every dtype and variant)."""
+    specs = [
+        _spec("softmax_fwd", "scaled", "fp32", 32),
+        _spec("softmax_fwd", "masked", "fp16", 1000),
+        _spec("softmax_fwd", "upper_triang", "bf16", 2048),
+        _spec("softmax_fwd", "aligned_causal", "fp32", 4096),
+        _spec("softmax_fwd", "masked", "bf16", 131072),
+        _spec("softmax_bwd", "scaled", "bf16", 128),
+        _spec("softmax_bwd", "scaled", "fp32", 16384),
+        _spec("softmax_fwd", "scaled", "fp16", 100, vec=1),  # scalar accesses
+    ]
+    _compile_all(specs)
+
+
+@ptx_only
+@pytest.mark.slow
+def test_compile_every_registry_entry():
+    specs = _registry_specs()
+    elapsed = _compile_all(specs)
+    print(f"compiled {len(specs)} softmax kernels to PTX in {elapsed:.1f} s")
+
+
+@ptx_only
+def test_ptx_of_bf16_1024_forward():
+    """The design's fast path: registers only, 16-byte accesses, shuffles, packed converts."""
+    ptx = _ptx(_spec("softmax_fwd", "scaled", "bf16", 1024))
+    assert ".local" not in ptx
+    assert len(re.findall(r"ld\.global\.v4\.u32", ptx)) == 4  # 4 x 8 bf16 a thread
+    assert len(re.findall(r"st\.global\.v4\.u32", ptx)) == 4
+    assert ptx.count("shfl.sync.bfly.b32") == 10  # max and sum butterflies
+    assert "cvt.rn.bf16x2.f32" in ptx and "ex2.approx.ftz.f32" in ptx
+    assert "bar.sync" not in ptx  # one warp a row, one CTA a row: no CTA-wide barrier
+
+
+@ptx_only
+def test_ptx_of_multi_cta_forward():
+    spec = _spec("softmax_fwd", "masked", "fp16", 65536)
+    assert spec.ctas_per_row == 4
+    ptx = _ptx(spec)
+    assert ".local" not in ptx
+    for needle in (
+        "atom.global.add",
+        "ld.volatile.global.u32",
+        "membar.gl",
+        "st.global.cg.v2.f32",
+        "ld.global.cg.v2.f32",
+        "vote.sync.any.pred",
+    ):
+        assert needle in ptx, needle  # fmt: skip
+
+
+@ptx_only
+def test_ptx_assembles_with_ptxas():
+    """Inline PTX must also pass ptxas (through nvJitLink, no GPU needed)."""
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    for spec in (
+        _spec("softmax_fwd", "masked", "bf16", 65536),
+        _spec("softmax_bwd", "scaled", "fp16", 32768),
+        _spec("softmax_fwd", "aligned_causal", "fp32", 7, vec=1),
+    ):
+        ptx = _ptx(spec).encode()
+        try:
+            h = nvjitlink.create(2, ["-arch=sm_90", "-O3"])
+        except Exception as exc:  # the library is missing: nothing to check here
+            pytest.skip(f"nvJitLink unavailable: {exc}")
+        try:
+            nvjitlink.add_data(h, nvjitlink.InputType.PTX, ptx, len(ptx), "softmax.ptx")
+            nvjitlink.complete(h)
+            assert nvjitlink.get_linked_cubin_size(h) > 0
+        except Exception:
+            log = bytearray(nvjitlink.get_error_log_size(h))
+            nvjitlink.get_error_log(h, log)
+            raise AssertionError(log.decode(errors="replace")) from None
+        finally:
+            nvjitlink.destroy(h)
