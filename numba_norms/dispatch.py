@@ -39,11 +39,17 @@ class BackendChoice:
     reason: str
 
 
+_simulator: bool | None = None
+
+
 def simulator_enabled() -> bool:
     """True when Numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1 before numba import)."""
-    from numba import config
+    global _simulator
+    if _simulator is None:
+        from numba import config  # fixed once numba is imported, so read it once
 
-    return bool(config.ENABLE_CUDASIM)
+        _simulator = bool(config.ENABLE_CUDASIM)
+    return _simulator
 
 
 _nvrtc_lock = threading.Lock()

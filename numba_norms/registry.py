@@ -37,6 +37,7 @@ __all__ = [
     "UnsupportedError",
     "WARP_SIZE",
     "generated_tuned",
+    "is_supported",
     "itemsize",
     "norm_configs",
     "select_norm",
@@ -252,12 +253,28 @@ def _index(include_fp8: bool) -> tuple[dict, dict]:
     return tuned, general
 
 
-def supported_norm_dtypes(op: str, fused_add: bool = False) -> list[tuple[str, str, str]]:
-    """(weight, input, output) combinations served for ``op``, sorted."""
+@functools.cache
+def supported_norm_dtypes(op: str, fused_add: bool = False) -> tuple[tuple[str, str, str], ...]:
+    """(weight, input, output) combinations served for ``op``, sorted (cached: hot path)."""
     _, general = _index(True)
-    return sorted(
-        (k.weight, k.input, k.output) for k in general if k.op == op and k.fused_add == fused_add
+    return tuple(
+        sorted(
+            (k.weight, k.input, k.output)
+            for k in general
+            if k.op == op and k.fused_add == fused_add
+        )
     )
+
+
+@functools.cache
+def _supported_keys() -> frozenset:
+    _, general = _index(True)
+    return frozenset(general)
+
+
+def is_supported(key: NormKey) -> bool:
+    """Whether any configuration serves ``key`` (one set lookup)."""
+    return key in _supported_keys()
 
 
 # Shapes tried, in order, when generating a tuned entry for a hidden size TE does not register:
