@@ -17,6 +17,17 @@ Two targets share the kernel bodies:
 * Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``): the same bodies run as Python on flat
   NumPy views, the primitives are NumPy code, and warp reductions go through shared memory
   (the simulator has no shuffles). The planner never gives the simulator several CTAs a row.
+
+FP8 output (forward only; TransformerEngine's semantics): ``y = fp8(v * scale)`` where ``v`` is
+the fp32 output the other dtypes would round; the conversion is saturating round-to-nearest-even
+(``cvt.rn.satfinite.{e4m3,e5m2}x2.f32`` from sm_89 on, the bit arithmetic of
+:func:`f32_to_fp8_bits` before and in the simulator; NaN becomes ``0x7F``). ``amax`` (any output
+dtype) becomes ``max(amax, max|v|)`` with ``v`` taken before scaling (FP8) or after rounding to
+y's dtype (others): per-thread ``fmaxf`` over the elements it stores, a warp butterfly, the
+warps of the CTA in shared memory, then one ``atomicMax`` per CTA on the float's int32 bits
+(exact for non-negative floats). ``scale_inv = 1 / scale`` (IEEE fp32 division) is written by
+thread 0 of CTA (0, 0). FP8 kernels check ``amax`` / ``scale_inv`` for null at run time; other
+kernels are compiled with or without the amax reduction (closure constant).
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ __all__ = [
     "compile_backward",
     "compile_forward",
     "f32_to_bf16_bits",
+    "f32_to_fp8_bits",
     "forward",
     "occupancy_backward",
     "occupancy_forward",
@@ -52,10 +64,40 @@ _SIM = SIMULATOR  # closure constant of the kernels: picks shuffles or shared me
 F32 = types.float32
 I32 = types.int32
 I64 = types.int64
-# Storage type of each dtype inside the kernels (bf16 travels as its bits).
-STORAGE_TYPES = {"fp32": types.float32, "fp16": types.float16, "bf16": types.uint16}
+# Storage type of each dtype inside the kernels (bf16 and fp8 travel as their bits).
+STORAGE_TYPES = {
+    "fp32": types.float32,
+    "fp16": types.float16,
+    "bf16": types.uint16,
+    "fp8e4m3": types.uint8,
+    "fp8e5m2": types.uint8,
+}
+FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
 # bf16 narrowing in hardware (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32) needs sm_80.
 _HW_CVT_CC = (8, 0)
+# fp32 -> fp8 in hardware (cvt.rn.satfinite.{e4m3,e5m2}x2.f32) needs sm_89.
+_HW_FP8_CC = (8, 9)
+# FP8 formats: (exponent bias, mantissa bits, code of the largest finite magnitude, float32
+# bits of that magnitude: 448 and 57344). NaN converts to 0x7F (CUDA's canonical FP8 NaN).
+_FP8 = {
+    "fp8e4m3": (7, 3, 0x7E, 0x43E00000),
+    "fp8e5m2": (15, 2, 0x7B, 0x47600000),
+}
+_FP8_NAN = 0x7F
+
+
+def _fp8_round_add(dtype: str) -> int:
+    """Added to the fp32 bits (with the RNE odd bit) before ``>> (23 - mant)``: half an FP8 ulp
+    less one, minus the exponent rebias ``(127 - bias) << 23`` (normal range only)."""
+    bias, mant, _, _ = _FP8[dtype]
+    return (1 << (22 - mant)) - 1 - ((127 - bias) << 23)
+
+
+def _fp8_sub_magic(dtype: str) -> float:
+    """``2**(24 - bias - mant)``: its fp32 ulp is the smallest FP8 subnormal."""
+    bias, mant, _, _ = _FP8[dtype]
+    return float(2.0 ** (24 - bias - mant))
+
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)
@@ -85,6 +127,45 @@ def f32_to_bf16_bits(f: Any) -> np.uint16:
     if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
         return np.uint16(hi | np.uint32(0x40))
     return np.uint16((u + np.uint32(0x7FFF) + (hi & np.uint32(1))) >> np.uint32(16))
+
+
+def f32_to_fp8_bits(f: Any, dtype: str) -> Any:
+    """float32 -> FP8 bits, saturating, round-to-nearest-even (the kernels' conversion).
+
+    The bit arithmetic the GPU emits without ``cvt.rn.satfinite`` (and the simulator runs):
+    magnitudes above the largest finite value (infinities included) give it, NaN gives
+    ``0x7F``, values below the normal range round in units of the smallest subnormal.
+
+    Parameters
+    ----------
+    f : float or array_like
+        Values, taken as float32.
+    dtype : str
+        ``"fp8e4m3"`` (float8_e4m3fn) or ``"fp8e5m2"``.
+
+    Returns
+    -------
+    numpy.uint8 or numpy.ndarray
+        The FP8 bit patterns (uint8), a scalar for a scalar ``f``.
+    """
+    bias, mant, maxcode, maxbits = _FP8[dtype]
+    shift = 23 - mant
+    u = np.asarray(f, np.float32).view(np.uint32).astype(np.int64)
+    a = u & 0x7FFFFFFF
+    sign = (u >> 24) & 0x80
+    # normal range: round the float32 bits at the FP8 mantissa (a carry moves the exponent) and
+    # rebias the exponent in the same addition
+    normal = (a + ((a >> shift) & 1) + _fp8_round_add(dtype)) >> shift
+    # subnormal range: |f| + C rounds |f| to a multiple of C's ulp, the smallest FP8 subnormal
+    # (IEEE round-to-nearest-even of the fp32 add); the difference of the bits counts them
+    c = np.float32(_fp8_sub_magic(dtype))
+    with np.errstate(all="ignore"):
+        fsum = a.astype(np.uint32).view(np.float32) + c
+    sub = fsum.view(np.uint32).astype(np.int64) - int(c.view(np.uint32))
+    code = np.where(a >= (128 - bias) << 23, normal, sub)
+    code = np.where(a > maxbits, maxcode, code) | sign
+    code = np.where(a > 0x7F800000, _FP8_NAN, code).astype(np.uint8)
+    return code[()] if code.ndim == 0 else code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,13 +203,52 @@ if _SIM:
         for j in range(min(n, avail)):
             dst[idx + j] = _narrow(src[off + j], dt)
 
-    _STORES = {True: (_st_any, _st_g_any), False: (_st_any, _st_g_any)}
+    def _round_any(dst, src, off, n):
+        """src[off:off+n] = the values dst's dtype stores (fp16/bf16 rounding; fp32 as is)."""
+        dt = dst.dtype
+        for j in range(n):
+            src[off + j] = _widen(_narrow(src[off + j], dt), dt)
+
+    def _sim_fp8_stores(fmt):
+        def _st_fp8(dst, idx, src, off, n):
+            for j in range(n):
+                dst[idx + j] = f32_to_fp8_bits(src[off + j], fmt)
+
+        def _st_g_fp8(dst, idx, src, off, n, avail):
+            for j in range(min(n, avail)):
+                dst[idx + j] = f32_to_fp8_bits(src[off + j], fmt)
+
+        return _st_fp8, _st_g_fp8, None
+
+    def _stores(hw: bool, fp8: str | None = None, hw_fp8: bool = False):
+        """(store, guarded store, round-to-y's-dtype) primitives of one output dtype."""
+        if fp8 is not None:
+            return _sim_fp8_stores(fp8)
+        return _st_any, _st_g_any, _round_any
+
+    def _fmaxf(a, b):
+        """CUDA's fmaxf: a NaN operand gives the other one."""
+        a, b = np.float32(a), np.float32(b)
+        if a != a:
+            return b
+        if b != b:
+            return a
+        return a if a >= b else b
+
+    def _nonnull(ptr):
+        return ptr is not None
+
+    def _atomic_max_f32(arr, val):
+        cuda.atomic.max(arr, 0, val)
+
     _atomic_add_i32 = None  # multi-CTA rows never run in the simulator
 
 else:
     from llvmlite import ir
+    from numba.cuda import cgutils
     from numba.cuda.extending import intrinsic
 
+    _LL_I8 = ir.IntType(8)
     _LL_I16 = ir.IntType(16)
     _LL_I32 = ir.IntType(32)
     _LL_I64 = ir.IntType(64)
@@ -148,7 +268,11 @@ else:
             return "fp16"
         if dt == types.uint16:
             return "bf16"
-        raise TypeError(f"norm kernels store fp32, fp16 (float16) or bf16 (uint16), got {dt}")
+        if dt == types.uint8:
+            return "fp8"
+        raise TypeError(
+            f"norm kernels store fp32, fp16 (float16), bf16 (uint16) or fp8 (uint8), got {dt}"
+        )
 
     def _chunks(n, esize):
         """(first element, bytes) of each access: at most 16 bytes, aligned to its size."""
@@ -191,6 +315,71 @@ else:
         ir.FunctionType(_LL_I32, [_LL_F32, _LL_F32]), "cvt.rn.f16x2.f32 $0, $1, $2;", "=r,f,f"
     )
 
+    _ASM_FP8X2 = {
+        fmt: ir.InlineAsm(
+            ir.FunctionType(_LL_I16, [_LL_F32, _LL_F32]),
+            f"cvt.rn.satfinite.{fmt[3:]}x2.f32 $0, $1, $2;",
+            "=h,f,f",
+        )
+        for fmt in _FP8
+    }
+
+    def _fp8_rne(builder, f, fmt):
+        """float -> FP8 bits (i8): :func:`f32_to_fp8_bits` as IR (saturating, RNE, NaN 0x7F)."""
+        bias, mant, maxcode, maxbits = _FP8[fmt]
+        shift = 23 - mant
+        u = builder.bitcast(f, _LL_I32)
+        a = builder.and_(u, _c32(0x7FFFFFFF))
+        sign = builder.and_(builder.lshr(u, _c32(24)), _c32(0x80))
+        odd = builder.and_(builder.lshr(a, _c32(shift)), _c32(1))
+        add = builder.add(builder.add(a, odd), _c32(_fp8_round_add(fmt) & 0xFFFFFFFF))
+        normal = builder.lshr(add, _c32(shift))
+        magic = ir.Constant(_LL_F32, _fp8_sub_magic(fmt))
+        fsum = builder.fadd(builder.bitcast(a, _LL_F32), magic)
+        bits_magic = int(np.float32(_fp8_sub_magic(fmt)).view(np.uint32))
+        sub = builder.sub(builder.bitcast(fsum, _LL_I32), _c32(bits_magic))
+        is_normal = builder.icmp_unsigned(">=", a, _c32((128 - bias) << 23))
+        code = builder.select(is_normal, normal, sub)
+        code = builder.select(builder.icmp_unsigned(">", a, _c32(maxbits)), _c32(maxcode), code)
+        code = builder.or_(code, sign)
+        is_nan = builder.icmp_unsigned(">", a, _c32(0x7F800000))
+        code = builder.select(is_nan, _c32(_FP8_NAN), code)
+        return builder.trunc(code, _LL_I8)
+
+    def _emit_store_fp8(builder, fmt, dst, src, n, hw):
+        """dst[0:n] (u8*) = fp8(src[0:n]) packed into whole words (4 bytes a 32-bit word)."""
+        for first, size in _chunks(n, 1):
+            wty, vty, words = _words(size)
+            per = wty.width // 8
+            val = ir.Constant(vty, None)
+            for w in range(words):
+                fs = [
+                    builder.load(builder.gep(src, [_c64(first + w * per + h)])) for h in range(per)
+                ]
+                if hw:  # one cvt for two elements: the first operand goes to the upper byte
+                    if per == 1:
+                        pair = builder.call(_ASM_FP8X2[fmt], [ir.Constant(_LL_F32, 0.0), fs[0]])
+                        word = builder.trunc(pair, _LL_I8)
+                    else:
+                        pairs = [
+                            builder.call(_ASM_FP8X2[fmt], [fs[h + 1], fs[h]])
+                            for h in range(0, per, 2)
+                        ]
+                        word = pairs[0]
+                        if per == 4:
+                            lo = builder.zext(pairs[0], _LL_I32)
+                            hi = builder.shl(builder.zext(pairs[1], _LL_I32), _c32(16))
+                            word = builder.or_(lo, hi)
+                else:
+                    word = None
+                    for h in range(per):
+                        b = builder.zext(_fp8_rne(builder, fs[h], fmt), wty)
+                        b = builder.shl(b, ir.Constant(wty, 8 * h)) if h else b
+                        word = b if word is None else builder.or_(word, b)
+                val = builder.insert_element(val, word, _c32(w)) if words > 1 else word
+            ptr = builder.bitcast(builder.gep(dst, [_c64(first)]), vty.as_pointer())
+            builder.store(val, ptr, align=size)
+
     def _from_f32(builder, kind, f, hw):
         """float -> storage bits (i32 for fp32, i16 otherwise)."""
         if kind == "fp32":
@@ -222,8 +411,16 @@ else:
                     f = _to_f32(builder, kind, part)
                     builder.store(f, builder.gep(dst, [_c64(first + w * per + h)]))
 
-    def _emit_store(builder, kind, dst, src, n, hw):
-        """dst[0:n] (storage*) = src[0:n] (float*), narrowed and packed into whole words."""
+    def _emit_store(builder, kind, dst, src, n, hw, fp8=None, hw_fp8=False):
+        """dst[0:n] (storage*) = src[0:n] (float*), narrowed and packed into whole words.
+
+        ``kind == "fp8"`` stores in the format ``fp8`` (``cvt.rn.satfinite`` when ``hw_fp8``).
+        """
+        if kind == "fp8":
+            if fp8 is None:
+                raise TypeError("an fp8 (uint8) store needs its format")
+            _emit_store_fp8(builder, fp8, dst, src, n, hw_fp8)
+            return
         esize = 4 if kind == "fp32" else 2
         for first, size in _chunks(n, esize):
             wty, vty, words = _words(size)
@@ -320,7 +517,10 @@ else:
 
         return types.void(src, idx, dst, off, n, avail), codegen
 
-    def _store_intrinsics(hw: bool):
+    def _store_intrinsics(hw: bool, fp8: str | None, hw_fp8: bool):
+        def emit(builder, kind, g, a, count):
+            _emit_store(builder, kind, g, a, count, hw, fp8, hw_fp8)
+
         @intrinsic
         def _st(typingctx, dst, idx, src, off, n):
             """dst[idx:idx+n] = storage(src[off:off+n]): one aligned vector store per 16 B."""
@@ -329,7 +529,7 @@ else:
 
             def codegen(context, builder, sig, args):
                 g, a = _operands(context, builder, sig, args)
-                _emit_store(builder, _kind(sig.args[0]), g, a, n.literal_value, hw)
+                emit(builder, _kind(sig.args[0]), g, a, n.literal_value)
                 return context.get_dummy_value()
 
             return types.void(dst, idx, src, off, n), codegen
@@ -348,18 +548,87 @@ else:
 
                 def one(j):
                     gj, aj = builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)])
-                    _emit_store(builder, kind, gj, aj, 1, hw)
+                    emit(builder, kind, gj, aj, 1)
 
-                _guarded(
-                    builder, count, av, lambda: _emit_store(builder, kind, g, a, count, hw), one
-                )
+                _guarded(builder, count, av, lambda: emit(builder, kind, g, a, count), one)
                 return context.get_dummy_value()
 
             return types.void(dst, idx, src, off, n, avail), codegen
 
-        return _st, _st_g
+        @intrinsic
+        def _rnd(typingctx, dst, src, off, n):
+            """src[off:off+n] = the values dst's dtype stores (fp16 / bf16 round trip)."""
+            if not _check(dst, src, n):
+                return None
+            count = n.literal_value
 
-    _STORES = {True: _store_intrinsics(True), False: _store_intrinsics(False)}
+            def codegen(context, builder, sig, args):
+                kind = _kind(sig.args[0])
+                if kind == "fp32":
+                    return context.get_dummy_value()
+                if kind == "fp8":  # never called: amax of an fp8 output is taken before scaling
+                    return context.get_dummy_value()
+                data = context.make_array(sig.args[1])(context, builder, args[1]).data
+                a = builder.gep(data, [context.cast(builder, args[2], sig.args[2], types.int64)])
+                for j in range(count):
+                    p = builder.gep(a, [_c64(j)])
+                    bits = _from_f32(builder, kind, builder.load(p), hw)
+                    builder.store(_to_f32(builder, kind, bits), p)
+                return context.get_dummy_value()
+
+            return types.void(dst, src, off, n), codegen
+
+        return _st, _st_g, _rnd
+
+    _STORE_CACHE: dict[tuple, tuple] = {}
+
+    def _stores(hw: bool, fp8: str | None = None, hw_fp8: bool = False):
+        """(store, guarded store, round-to-y's-dtype) intrinsics of one output dtype."""
+        key = (hw, fp8, hw_fp8 and fp8 is not None)
+        hit = _STORE_CACHE.get(key)
+        if hit is None:
+            hit = _STORE_CACHE[key] = _store_intrinsics(*key)
+        return hit
+
+    @intrinsic
+    def _fmaxf(typingctx, a, b):
+        """CUDA's fmaxf (``max.f32``: a NaN operand gives the other one)."""
+
+        def codegen(context, builder, sig, args):
+            va = context.cast(builder, args[0], sig.args[0], types.float32)
+            vb = context.cast(builder, args[1], sig.args[1], types.float32)
+            fnty = ir.FunctionType(_LL_F32, [_LL_F32, _LL_F32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.maxnum.f32")
+            return builder.call(fn, [va, vb])
+
+        return types.float32(a, b), codegen
+
+    @intrinsic
+    def _nonnull(typingctx, ptr):
+        """``ptr != nullptr`` of a raw pointer (FP8 kernels: amax / scale_inv are optional)."""
+        if not isinstance(ptr, types.CPointer):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.icmp_unsigned("!=", builder.ptrtoint(args[0], _LL_I64), _c64(0))
+
+        return types.boolean(ptr), codegen
+
+    @intrinsic
+    def _atomic_max_f32(typingctx, ptr, val):
+        """``atomicMax((int*)ptr, __float_as_int(val))``, the float max for ``val >= 0``.
+
+        Non-negative floats order like their int32 bit patterns; a negative float in ``*ptr``
+        (-0.0 included) is a negative int, so any ``val >= 0`` replaces it.
+        """
+
+        def codegen(context, builder, sig, args):
+            v = context.cast(builder, args[1], sig.args[1], types.float32)
+            p = builder.bitcast(args[0], _LL_I32.as_pointer())
+            builder.atomic_rmw("max", p, builder.bitcast(v, _LL_I32), "monotonic")
+            return context.get_dummy_value()
+
+        return types.void(ptr, val), codegen
 
     @intrinsic
     def _atomic_add_i32(typingctx, ptr, idx, val):
@@ -391,7 +660,29 @@ if _SIM:
         cuda.syncthreads()
         return s
 
+    @_device
+    def _warp_max(v, red, tid, lane):
+        # fmaxf over the warp through shared memory (all threads call this)
+        red[tid] = v
+        cuda.syncthreads()
+        base = tid - lane
+        m = _ZERO
+        for i in range(32):
+            m = _fmaxf(m, red[base + i])
+        cuda.syncthreads()
+        return m
+
 else:
+
+    @_device
+    def _warp_max(v, red, tid, lane):
+        # xor butterfly of fmaxf (v >= 0 here); max is exact, so all lanes agree
+        v = _fmaxf(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 16))
+        v = _fmaxf(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 8))
+        v = _fmaxf(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 4))
+        v = _fmaxf(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 2))
+        v = _fmaxf(v, cuda.shfl_xor_sync(0xFFFFFFFF, v, 1))
+        return v
 
     @_device
     def _warp_sum(v, red, tid, lane):
@@ -480,7 +771,14 @@ else:
 # ---------------------------------------------------------------------------------------------
 
 
-def _forward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
+def _hw_flags(cc: tuple[int, int] | None) -> tuple[bool, bool]:
+    """(bf16/fp16 narrowing, fp8 narrowing) in hardware for compute capability ``cc``."""
+    if cc is None:  # simulator
+        return False, False
+    return cc >= _HW_CVT_CC, cc >= _HW_FP8_CC
+
+
+def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, amax: bool):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
     GENERAL, RMS, MULTI = spec.general, cfg.is_rms, multi
@@ -490,11 +788,18 @@ def _forward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     NC_TUNED = np.float32(WN * 32 * NV)  # elements of one CTA (tuned kernels)
     SM = 2 * WM * WN * 2  # [trip parity][warp_m][warp_n][2]: no barrier needed before reuse
     RED = WM * WN * 32 if _SIM else 1
-    _st, _st_g = _STORES[hw_cvt]
+    # FP8 output: y = fp8(v * scale); the amax code is always compiled (amax checked for null
+    # at run time). Other outputs: the amax reduction only in the kernel compiled for it.
+    FP8 = cfg.output in FP8_DTYPES
+    AMAX = FP8 or amax
+    NWARPS = WM * WN
+    AMX = NWARPS if AMAX else 1
+    hw_cvt, hw_fp8 = _hw_flags(cc)
+    _st, _st_g, _rnd = _stores(hw_cvt, cfg.output if FP8 else None, hw_fp8)
 
     def norm_fwd(
         x, gamma, beta, y, mu, rsigma, rows, cols, x_stride, y_stride, eps, zero_centered,
-        stats, barrier,
+        stats, barrier, scale, amax, scale_inv,
     ):  # fmt: skip
         tid = cuda.threadIdx.x
         lane = tid % 32
@@ -516,7 +821,15 @@ def _forward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         xs = cuda.local.array(NV, F32)
         gs = cuda.local.array(NV, F32)
         bs = cuda.local.array(NV, F32)
+        amx = cuda.shared.array(AMX, F32)
         fcols = F32(cols)
+        am = _ZERO  # this thread's max |v| (AMAX)
+        sc = _ONE
+        if FP8:
+            sc = scale[0]
+            if tid == 0 and cuda.blockIdx.x == 0 and group == 0:
+                if _nonnull(scale_inv):
+                    scale_inv[0] = _ONE / sc
 
         # gamma (+1 when zero-centred) and beta: once per CTA
         gadd = _ONE if zero_centered != 0 else _ZERO
@@ -641,10 +954,37 @@ def _forward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                 yoff = row * y_stride
                 for it in range(LDGS):
                     c = col0 + it * step
+                    if AMAX:
+                        if not FP8:  # amax of what y stores
+                            _rnd(y, xs, it * NE, NE)
+                        for k in range(NE):
+                            a = abs(xs[it * NE + k])
+                            if GENERAL:  # columns past the row end hold -mean*rs (gamma + 1)
+                                a = a if c + k < cols else _ZERO
+                            am = _fmaxf(am, a)
+                    if FP8:
+                        for k in range(NE):
+                            xs[it * NE + k] = xs[it * NE + k] * sc
                     if GENERAL:
                         _st_g(y, yoff + c, xs, it * NE, NE, cols - c)
                     else:
                         _st(y, yoff + c, xs, it * NE, NE)
+
+        if AMAX:
+            # CTA max: warp butterfly, the warps through shared memory, one atomic per CTA
+            am = _warp_max(am, red, tid, lane)
+            if lane == 0:
+                amx[warp] = am
+            cuda.syncthreads()
+            if tid == 0:
+                m = amx[0]
+                for w in range(1, NWARPS):
+                    m = _fmaxf(m, amx[w])
+                if FP8:
+                    if _nonnull(amax):
+                        _atomic_max_f32(amax, m)
+                else:
+                    _atomic_max_f32(amax, m)
 
         if MULTI:
             _require_cooperative_launch(rows)
@@ -660,7 +1000,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     CHUNK = WN * 32 * NE
     SM = 2 * WM * WN * 2
     RED = WM * WN * 32 if _SIM else 1
-    _st, _st_g = _STORES[hw_cvt]
+    _st, _st_g, _ = _stores(hw_cvt)
 
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
@@ -816,7 +1156,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
 
 def _finalize_kernel(has_beta: bool, hw_cvt: bool):
     HAS_BETA = has_beta
-    _st = _STORES[hw_cvt][0]
+    _st = _stores(hw_cvt)[0]
 
     def norm_bwd_finalize(dgamma_part, dbeta_part, dgamma, dbeta, partial_rows, cols):
         c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
@@ -842,8 +1182,9 @@ def _forward_signature(cfg) -> Any:
     ti, tw, to = (STORAGE_TYPES[d] for d in (cfg.input, cfg.weight, cfg.output))
     p = types.CPointer
     return types.void(
-        p(ti), p(tw), p(tw), p(to), p(F32), p(F32), I32, I32, I64, I64, F32, I32, p(F32), p(I32)
-    )
+        p(ti), p(tw), p(tw), p(to), p(F32), p(F32), I32, I32, I64, I64, F32, I32, p(F32), p(I32),
+        p(F32), p(F32), p(F32),
+    )  # fmt: skip
 
 
 def _backward_signature(cfg) -> Any:
@@ -919,11 +1260,15 @@ def _assume_device(cc: tuple[int, int]):
 
 
 def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | str:
-    """Compile (cached) ``make(hw_cvt)`` for the current device, or to PTX for ``arch``."""
+    """Compile (cached) ``make(cc)`` for the current device, or to PTX for ``arch``.
+
+    ``make`` gets the target compute capability (None under the simulator), which decides the
+    hardware conversions (:func:`_hw_flags`).
+    """
     if _SIM:
         hit = _CACHE.get(key)
         if hit is None:
-            disp = cuda.jit(make(False))
+            disp = cuda.jit(make(None))
             hit = _CACHE[key] = _Compiled(disp, disp, False)
         return hit
     if arch is not None and not _gpu_present():
@@ -931,7 +1276,7 @@ def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | st
         ptx = _PTX_CACHE.get((key, cc))
         if ptx is None:
             with _LOCK, _assume_device(cc):
-                ptx, _ = cuda.compile_ptx(make(cc >= _HW_CVT_CC), signature, cc=cc)
+                ptx, _ = cuda.compile_ptx(make(cc), signature, cc=cc)
             if key[0] == "fin":
                 _PTX_CACHE[(key, cc)] = ptx
         return ptx
@@ -944,7 +1289,7 @@ def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | st
         hit = _CACHE.get(full_key)
         if hit is None:
             # eager compilation with the explicit signature: the whole cost is paid here, once
-            disp = cuda.jit(signature)(make(cc >= _HW_CVT_CC))
+            disp = cuda.jit(signature)(make(cc))
             kernel = disp.overloads[signature.args]
             kernel.bind()  # load the module now: link errors surface here, occupancy needs it
             hit = _CACHE[full_key] = _Compiled(disp, kernel, bool(kernel.cooperative))
@@ -955,11 +1300,17 @@ def _multi(spec: NormSpec) -> bool:
     return spec.ctas_per_row > 1
 
 
-def _forward(spec: NormSpec, arch: str | None = None) -> _Compiled | str:
+def _fp8(spec: NormSpec) -> bool:
+    return spec.config.output in FP8_DTYPES
+
+
+def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Compiled | str:
+    """The forward kernel; ``amax``: the variant with the amax reduction (non-FP8 outputs)."""
     multi = _multi(spec)
+    amax = amax and not _fp8(spec)  # FP8 kernels always carry it
     return _kernel_for(
-        ("fwd", spec.kernel_key, multi),
-        lambda hw: _forward_kernel(spec, multi, hw),
+        ("fwd", spec.kernel_key, multi) + (("amax",) if amax else ()),
+        lambda cc: _forward_kernel(spec, multi, cc, amax),
         None if _SIM else _forward_signature(spec.config),
         arch,
     )
@@ -971,13 +1322,13 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
     has_beta = not cfg.is_rms
     main = _kernel_for(
         ("bwd", spec.kernel_key, multi),
-        lambda hw: _backward_kernel(spec, multi, hw),
+        lambda cc: _backward_kernel(spec, multi, _hw_flags(cc)[0]),
         None if _SIM else _backward_signature(cfg),
         arch,
     )
     fin = _kernel_for(
         ("fin", cfg.weight, has_beta),
-        lambda hw: _finalize_kernel(has_beta, hw),
+        lambda cc: _finalize_kernel(has_beta, _hw_flags(cc)[0]),
         None if _SIM else _finalize_signature(cfg.weight),
         arch,
     )
@@ -990,13 +1341,16 @@ def _check_op(spec: NormSpec, backward: bool) -> None:
         raise ValueError(f"{spec.op} is not a {'backward' if backward else 'forward'} op")
     for dt in (cfg.input, cfg.weight, cfg.output):
         if dt not in STORAGE_TYPES:
-            raise NotImplementedError(
-                f"Numba norm kernels: dtype {dt!r} is not supported yet (FP8 outputs are "
-                "future work)"
-            )
+            raise NotImplementedError(f"Numba norm kernels: dtype {dt!r} is not supported")
+    fp8 = [dt for dt in (cfg.input, cfg.weight) if dt in FP8_DTYPES]
+    if fp8 or (backward and cfg.output in FP8_DTYPES):
+        raise NotImplementedError(
+            f"Numba norm kernels: FP8 is supported only as the forward output, got {spec.op} "
+            f"with weight={cfg.weight}, input={cfg.input}, output={cfg.output}"
+        )
 
 
-def compile_forward(spec: NormSpec, arch: str | None = None) -> Any:
+def compile_forward(spec: NormSpec, arch: str | None = None, *, amax: bool = False) -> Any:
     """Build (cached) the forward kernel of ``spec``.
 
     Parameters
@@ -1005,15 +1359,18 @@ def compile_forward(spec: NormSpec, arch: str | None = None) -> Any:
         A ``layernorm_fwd`` or ``rmsnorm_fwd`` spec.
     arch : str, optional
         ``"sm_90"`` etc. Without a GPU this only compiles and returns the PTX text.
+    amax : bool
+        The variant that also reduces amax, for non-FP8 outputs (FP8 kernels always do; the
+        launcher picks the variant from ``args.amax``).
 
     Returns
     -------
     object
-        The compiled kernel (cached per ``spec.kernel_key``, multi-CTA or not, and device
-        compute capability), or the PTX string.
+        The compiled kernel (cached per ``spec.kernel_key``, multi-CTA or not, amax variant and
+        device compute capability), or the PTX string.
     """
     _check_op(spec, False)
-    return _forward(spec, arch)
+    return _forward(spec, arch, amax)
 
 
 def compile_backward(spec: NormSpec, arch: str | None = None) -> Any:
@@ -1112,7 +1469,9 @@ def _memset_barrier(ptr: int, count: int, stream: Any) -> None:
 class _Launch:
     """What launching one plan needs that does not change between calls."""
 
-    __slots__ = ("plan", "main", "fin", "grid", "block", "multi", "fgrid", "fblock")
+    __slots__ = (
+        "plan", "main", "fin", "grid", "block", "multi", "fgrid", "fblock", "fp8", "_amax_main",
+    )  # fmt: skip
 
     def __init__(self, plan: NormPlan) -> None:
         spec = plan.spec
@@ -1127,6 +1486,27 @@ class _Launch:
         self.multi = plan.ctas_per_row > 1
         self.fgrid = tuple(plan.finalize_grid)
         self.fblock = tuple(plan.finalize_block)
+        self.fp8 = _fp8(spec)
+        self._amax_main = None
+
+    def forward_kernel(self, amax: bool) -> _Compiled:
+        """The forward kernel for a call with (``amax``) or without an amax array."""
+        if not amax or self.fp8:
+            return self.main
+        k = self._amax_main
+        if k is None:
+            k = _forward(self.plan.spec, amax=True)
+            if self.multi and not _SIM:
+                # the plan sized the cooperative grid with the plain kernel's occupancy
+                sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+                resident = _occupancy(k, self.plan.spec.threads) * sms
+                if resident < self.grid[0] * self.grid[1]:
+                    raise RuntimeError(
+                        f"the amax variant of this multi-CTA norm kernel keeps {resident} CTAs "
+                        f"resident, fewer than the plan's {self.grid[0] * self.grid[1]}"
+                    )
+            self._amax_main = k
+        return k
 
 
 _LAUNCHES: dict[int, _Launch] = {}
@@ -1160,18 +1540,30 @@ def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
     args : NormFwdArgs
         Tensors (``ptr``, ``strides``/``rows_cols()``; ``as_numba()`` under the simulator) and
         scalars; ``scratch`` holds ``plan.scratch_bytes`` bytes when several CTAs share a row.
+        ``scale`` (required for an FP8 output), ``amax`` and ``scale_inv``: one-element fp32
+        tensors or None (``scale`` / ``scale_inv`` are ignored for other outputs).
     stream : int
         Raw ``CUstream`` handle (0: the default stream).
     """
     rec = _launch_record(plan)
     if args.beta is None and not plan.spec.config.is_rms:
         raise ValueError("layernorm forward needs beta")
+    scale = getattr(args, "scale", None)
+    amax = getattr(args, "amax", None)
+    scale_inv = getattr(args, "scale_inv", None)
+    if rec.fp8:
+        if scale is None:
+            raise ValueError(f"scale: required with an FP8 output ({plan.spec.config.output})")
+    else:
+        scale = scale_inv = None  # used only with an FP8 output
+    kern = rec.forward_kernel(amax is not None)
     zc = 1 if args.zero_centered else 0
     if _SIM:
-        rec.main.kernel[rec.grid, rec.block](
+        kern.kernel[rec.grid, rec.block](
             _sim_flat(args.x), _sim_flat(args.gamma), _sim_flat(args.beta), _sim_flat(args.y),
             _sim_flat(args.mu), _sim_flat(args.rsigma), plan.rows, plan.cols,
             _row_stride(args.x), _row_stride(args.y), np.float32(args.eps), zc, None, None,
+            _sim_flat(scale), _sim_flat(amax), _sim_flat(scale_inv),
         )  # fmt: skip
         return
     stats = barrier = 0
@@ -1179,11 +1571,11 @@ def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
         base = _scratch_base(args, plan)
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
         _memset_barrier(barrier, plan.ctas_per_col, stream)
-    rec.main.kernel.launch(
+    kern.kernel.launch(
         (
             _ptr(args.x), _ptr(args.gamma), _ptr(args.beta), _ptr(args.y), _ptr(args.mu),
             _ptr(args.rsigma), plan.rows, plan.cols, _row_stride(args.x), _row_stride(args.y),
-            float(args.eps), zc, stats, barrier,
+            float(args.eps), zc, stats, barrier, _ptr(scale), _ptr(amax), _ptr(scale_inv),
         ),
         rec.grid, rec.block, _stream(stream), 0,
     )  # fmt: skip
