@@ -11,7 +11,7 @@ import numpy as np
 from . import dispatch, ops
 from . import reference as ref
 
-__all__ = ["CheckRow", "check_cases", "run_checks"]
+__all__ = ["CheckRow", "check_cases", "check_specs", "run_checks"]
 
 DTYPES = ("fp32", "fp16", "bf16")
 
@@ -149,3 +149,31 @@ def run_checks(backends: tuple[str, ...], small: bool, progress=None) -> list[Ch
         else:
             os.environ["DISABLE_NVRTC"] = saved
     return rows
+
+
+def check_specs() -> list[tuple[str, bool, object]]:
+    """(backend module, is_backward, spec) of every kernel the GPU-size cases launch.
+
+    ``check`` on a machine without a GPU compiles exactly these with NVRTC, so it proves the
+    kernels it would run build, without compiling the whole registry.
+    """
+    from . import planner, registry
+
+    limits = planner.DeviceLimits(sm_count=132)
+    out: dict[tuple, tuple[str, bool, object]] = {}
+    for op, dtype, shape, _ in check_cases(small=False):
+        rows = int(np.prod(shape[:-1]))
+        cols = shape[-1]
+        if op in ("layernorm", "rmsnorm"):
+            for direction in ("fwd", "bwd"):
+                key = registry.NormKey(f"{op}_{direction}", dtype, dtype, dtype)
+                cfg = registry.select_norm(key, cols, rows, 256)
+                spec = planner.norm_spec(cfg, cols, cfg.num_elts, limits)
+                out.setdefault(spec.kernel_key, (op, direction == "bwd", spec))
+            continue
+        variant = op.removeprefix("softmax_")
+        for sop in ("softmax_fwd", "softmax_bwd"):
+            cfg = registry.select_softmax(sop, variant, dtype, cols)
+            spec = planner.softmax_spec(cfg, cols, 1 if cols % 2 else cfg.num_elts, limits)
+            out.setdefault(spec.kernel_key, ("softmax", sop == "softmax_bwd", spec))
+    return list(out.values())

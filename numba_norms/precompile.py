@@ -53,14 +53,14 @@ def all_specs(ops: Iterable[str] = tuple(OP_GROUPS)) -> Iterator[tuple[str, bool
 
 
 def precompile(
-    backend: str, ops: Iterable[str], arch: str | None, progress=None
+    backend: str, ops: Iterable[str], arch: str | None, progress=None, specs=None
 ) -> PrecompileResult:
-    """Compile the specs of ``ops`` with ``backend`` ("nvrtc" or "numba") for ``arch``."""
+    """Compile the specs of ``ops`` (or the given ``specs``) with ``backend`` for ``arch``."""
     import rtc
 
     compiled = cached = 0
     start = time.perf_counter()
-    for module, backward, spec in all_specs(ops):
+    for module, backward, spec in all_specs(ops) if specs is None else specs:
         mod = backend_module(backend, module)
         before = rtc.stats().get("nvrtc_compiles", 0)
         (mod.compile_backward if backward else mod.compile_forward)(spec, arch=arch)

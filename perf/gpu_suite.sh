@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU, in one call: GPU tests, then the benchmarks.
 #
-#   bash perf/gpu_suite.sh [tests|bench|all] [extra pytest args...]
+#   bash perf/gpu_suite.sh [tests|bench|all] [pytest args: files, -k ...; default tests/gpu]
 #
 # Results go to $OUT (the device tool's folder) or perf/results/latest: gpu_tests.log,
 # junit.xml, bench.csv, bench.txt, jit.csv, host.csv, info.txt. On the device machine the image's
@@ -22,7 +22,8 @@ mkdir -p "$out"
 python3 -m numba_norms info | tee "$out/info.txt"
 status=0
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  python3 -m pytest -q -m gpu tests/gpu --junitxml="$out/junit.xml" -p no:cacheprovider "$@" \
+  [ $# -gt 0 ] || set -- tests/gpu
+  python3 -m pytest -q -m gpu --junitxml="$out/junit.xml" -p no:cacheprovider "$@" \
     2>&1 | tee "$out/gpu_tests.log" | tail -n 60
   status=${PIPESTATUS[0]}
 fi
