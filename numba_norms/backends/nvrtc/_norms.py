@@ -36,8 +36,14 @@ __all__ = [
 ]
 
 _DIR = Path(__file__).resolve().parent
-# Storage types of norms.cuh. FP8 outputs are declared there but not implemented yet.
-C_TYPES = {"fp32": "float", "fp16": "nn::fp16", "bf16": "nn::bf16"}
+# Storage types of norms.cuh (FP8: forward outputs only).
+C_TYPES = {
+    "fp32": "float",
+    "fp16": "nn::fp16",
+    "bf16": "nn::bf16",
+    "fp8e4m3": "nn::fp8e4m3",
+    "fp8e5m2": "nn::fp8e5m2",
+}
 # -minimal drops the runtime API declarations NVRTC would otherwise parse (~15 ms a compile).
 NVRTC_OPTIONS: tuple[str, ...] = ("-minimal",)
 
@@ -61,10 +67,7 @@ def _ctype(dtype: str) -> str:
     try:
         return C_TYPES[dtype]
     except KeyError:
-        raise NotImplementedError(
-            f"NVRTC norm kernels: dtype {dtype!r} is not supported yet "
-            "(FP8 outputs are future work)"
-        ) from None
+        raise NotImplementedError(f"NVRTC norm kernels: dtype {dtype!r} is not supported") from None
 
 
 def _flag(b: bool) -> str:
@@ -301,6 +304,7 @@ def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:
     stats, barrier, _ = _scratch_ptrs(rec, args.scratch, stream)
     beta = args.beta
     mu = args.mu
+    scale, amax, scale_inv = args.scale, args.amax, args.scale_inv
     rtc.launch(
         rec.main,
         rec.grid,
@@ -319,9 +323,9 @@ def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:
         _I32[1 if args.zero_centered else 0],
         stats,
         barrier,
-        _NULL,  # scale, amax, scale_inv: FP8 output is future work
-        _NULL,
-        _NULL,
+        _NULL if scale is None else scale.ptr,
+        _NULL if amax is None else amax.ptr,
+        _NULL if scale_inv is None else scale_inv.ptr,
         stream=stream,
         cooperative=rec.cooperative,
     )

@@ -200,11 +200,27 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_FWD_MIN_CTAS)
              int zero_centered, float* stats, int* barrier, const float* scale, float* amax,
              float* scale_inv) {
   using namespace nn;
-  static_assert(same_type<To, float>::value || is_half16<To>::value, "FP8 output: not yet");
-  (void)scale, (void)amax, (void)scale_inv;
+  constexpr bool FP8 = is_fp8<To>::value;
+  static_assert(same_type<To, float>::value || is_half16<To>::value || FP8, "output type");
   __shared__ float2 red[2][WARPS_M][WARPS_N];
+  __shared__ float amax_red[WARPS_M * WARPS_N];
 
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
+
+  // FP8 output: y = fp8(v * scale) (scale required). amax (optional, any output): max |v| with v
+  // taken before scaling (FP8) or as stored (after rounding to To); a uniform null check keeps
+  // the kernels without amax on their fast path.
+  const bool want_amax = amax != nullptr;
+  float sc = 1.f;
+  if constexpr (FP8) {
+    sc = scale[0];
+    if (scale_inv != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+      *scale_inv = __fdiv_rn(1.f, sc);
+    }
+  } else {
+    (void)scale, (void)scale_inv;
+  }
+  float am = 0.f;
 
   // Weights: once per CTA, outside the row loop.
   Weights<Tw, LDGS, NUM_ELTS, GENERAL> g, b;
@@ -296,8 +312,43 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_FWD_MIN_CTAS)
             o[j] = (v[it][j] - mean) * rs * g(it, j) + b(it, j);
           }
         }
-        store_vec<To, NUM_ELTS, GENERAL>(yr, geo.col0 + it * geo.col_step, cols, o);
+        const int col = geo.col0 + it * geo.col_step;
+        if (want_amax) {
+          float r[NUM_ELTS];
+          if constexpr (FP8 || same_type<To, float>::value) {
+#pragma unroll
+            for (int j = 0; j < NUM_ELTS; ++j) r[j] = o[j];
+          } else {  // the value y stores
+            Pack<To, NUM_ELTS> p;
+            p.from_float(o);
+            p.to_float(r);
+          }
+#pragma unroll
+          for (int j = 0; j < NUM_ELTS; ++j) {
+            // columns past the row end hold -mean * rsigma (gamma + 1) in the general kernel
+            if (!GENERAL || col + j < cols) am = fmaxf(am, fabsf(r[j]));
+          }
+        }
+        if constexpr (FP8) {
+#pragma unroll
+          for (int j = 0; j < NUM_ELTS; ++j) o[j] = __fmul_rn(o[j], sc);
+        }
+        store_vec<To, NUM_ELTS, GENERAL>(yr, col, cols, o);
       }
+    }
+  }
+
+  if (want_amax) {
+    // CTA max: warp butterfly, the warps through shared memory, one atomic per CTA (the int
+    // order of non-negative floats is theirs: exact and independent of the arrival order)
+    am = warp_max(am);
+    if (geo.lane == 0) amax_red[threadIdx.x / 32] = am;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float m = amax_red[0];
+#pragma unroll
+      for (int w = 1; w < WARPS_M * WARPS_N; ++w) m = fmaxf(m, amax_red[w]);
+      atomicMax(reinterpret_cast<int*>(amax), __float_as_int(m));
     }
   }
 }

@@ -15,7 +15,8 @@ namespace nn {
 
 struct __align__(2) fp16 { unsigned short bits; };
 struct __align__(2) bf16 { unsigned short bits; };
-struct fp8e4m3 { unsigned char bits; };  // FP8 outputs: declared for the signature, not used yet
+// FP8 outputs (forward only): one byte each, written with a saturating RNE conversion.
+struct fp8e4m3 { unsigned char bits; };
 struct fp8e5m2 { unsigned char bits; };
 
 template <typename A, typename B> struct same_type { static constexpr bool value = false; };
@@ -24,6 +25,11 @@ template <typename A> struct same_type<A, A> { static constexpr bool value = tru
 template <typename T>
 struct is_half16 {
   static constexpr bool value = same_type<T, fp16>::value || same_type<T, bf16>::value;
+};
+
+template <typename T>
+struct is_fp8 {
+  static constexpr bool value = same_type<T, fp8e4m3>::value || same_type<T, fp8e5m2>::value;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -72,6 +78,64 @@ __device__ __forceinline__ unsigned pack1(float f, bf16) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// fp32 -> FP8, saturating (|f| > max finite, infinities included, gives the max finite value),
+// round to nearest even, NaN -> 0x7F. sm_89+: cvt.rn.satfinite; before: the same result by bit
+// arithmetic (the Numba backend's f32_to_fp8_bits, operation for operation).
+// ------------------------------------------------------------------------------------------------
+
+template <typename T> struct fp8_format;
+template <> struct fp8_format<fp8e4m3> {
+  static constexpr int BIAS = 7, MANT = 3;
+  static constexpr unsigned MAXCODE = 0x7Eu, MAXBITS = 0x43E00000u;  // 448
+  static constexpr float SUB_MAGIC = 16384.f;                         // 2^(24 - BIAS - MANT)
+};
+template <> struct fp8_format<fp8e5m2> {
+  static constexpr int BIAS = 15, MANT = 2;
+  static constexpr unsigned MAXCODE = 0x7Bu, MAXBITS = 0x47600000u;  // 57344
+  static constexpr float SUB_MAGIC = 128.f;
+};
+
+template <typename T>
+__device__ __forceinline__ unsigned fp8_soft(float f) {
+  using F = fp8_format<T>;
+  constexpr int SHIFT = 23 - F::MANT;
+  // half an FP8 ulp less one, minus the exponent rebias (mod 2^32; used in the normal range only)
+  constexpr unsigned ROUND_ADD =
+      ((1u << (22 - F::MANT)) - 1u) - ((unsigned)(127 - F::BIAS) << 23);
+  const unsigned u = __float_as_uint(f);
+  const unsigned a = u & 0x7fffffffu;
+  const unsigned sign = (u >> 24) & 0x80u;
+  // normal range: round the fp32 bits at the FP8 mantissa; a carry moves the exponent
+  const unsigned normal = (a + ((a >> SHIFT) & 1u) + ROUND_ADD) >> SHIFT;
+  // subnormal range: |f| + C rounds |f| to a multiple of the smallest FP8 subnormal (C's ulp)
+  const float fsum = __fadd_rn(__uint_as_float(a), F::SUB_MAGIC);
+  const unsigned sub = __float_as_uint(fsum) - __float_as_uint(F::SUB_MAGIC);
+  unsigned code = a >= ((unsigned)(128 - F::BIAS) << 23) ? normal : sub;
+  code = (a > F::MAXBITS ? F::MAXCODE : code) | sign;
+  return a > 0x7f800000u ? 0x7Fu : code;
+}
+
+// Two floats -> 16 bits {hi:lo} (PTX: the first source operand goes to the upper byte).
+__device__ __forceinline__ unsigned fp8x2(float lo, float hi, fp8e4m3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short h;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(h) : "f"(hi), "f"(lo));
+  return h;
+#else
+  return fp8_soft<fp8e4m3>(lo) | (fp8_soft<fp8e4m3>(hi) << 8);
+#endif
+}
+__device__ __forceinline__ unsigned fp8x2(float lo, float hi, fp8e5m2) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  unsigned short h;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(h) : "f"(hi), "f"(lo));
+  return h;
+#else
+  return fp8_soft<fp8e5m2>(lo) | (fp8_soft<fp8e5m2>(hi) << 8);
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
 // Pack<T, N>: N elements of T as raw 32-bit words, moved with the widest aligned accesses
 // (16 bytes where possible). The caller guarantees alignment to min(16, N * sizeof(T)).
 // ------------------------------------------------------------------------------------------------
@@ -80,7 +144,8 @@ template <typename T, int N>
 struct Pack {
   static constexpr int BYTES = N * (int)sizeof(T);
   static constexpr int WORDS = BYTES < 4 ? 1 : BYTES / 4;
-  static_assert(BYTES == 2 || BYTES % 4 == 0, "vector of an odd byte count");
+  static_assert(BYTES == 2 || BYTES % 4 == 0 || (BYTES == 1 && sizeof(T) == 1),
+                "vector of an odd byte count");
   unsigned w[WORDS];
 
   __device__ __forceinline__ void load(const T* p) {
@@ -95,8 +160,10 @@ struct Pack {
       w[0] = q.x; w[1] = q.y;
     } else if constexpr (BYTES == 4) {
       w[0] = *reinterpret_cast<const unsigned*>(p);
-    } else {
+    } else if constexpr (BYTES == 2) {
       w[0] = *reinterpret_cast<const unsigned short*>(p);
+    } else {
+      w[0] = *reinterpret_cast<const unsigned char*>(p);
     }
   }
 
@@ -111,8 +178,10 @@ struct Pack {
       *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
     } else if constexpr (BYTES == 4) {
       *reinterpret_cast<unsigned*>(p) = w[0];
-    } else {
+    } else if constexpr (BYTES == 2) {
       *reinterpret_cast<unsigned short*>(p) = (unsigned short)w[0];
+    } else {
+      *reinterpret_cast<unsigned char*>(p) = (unsigned char)w[0];
     }
   }
 
@@ -140,6 +209,9 @@ struct Pack {
         if (col + j < cols) {
           if constexpr (sizeof(T) == 4) {
             w[j] = *reinterpret_cast<const unsigned*>(row + col + j);
+          } else if constexpr (sizeof(T) == 1) {
+            const unsigned bits = *reinterpret_cast<const unsigned char*>(row + col + j);
+            w[j >> 2] |= bits << (8 * (j & 3));
           } else {
             const unsigned bits = *reinterpret_cast<const unsigned short*>(row + col + j);
             w[j >> 1] |= bits << (16 * (j & 1));
@@ -158,6 +230,18 @@ struct Pack {
     if constexpr (same_type<T, float>::value) {
 #pragma unroll
       for (int i = 0; i < N; ++i) w[i] = __float_as_uint(f[i]);
+    } else if constexpr (is_fp8<T>::value) {
+      if constexpr (N == 1) {
+        w[0] = fp8x2(f[0], 0.f, T()) & 0xffu;
+      } else if constexpr (N == 2) {
+        w[0] = fp8x2(f[0], f[1], T());
+      } else {
+#pragma unroll
+        for (int i = 0; i < N / 4; ++i) {
+          w[i] = fp8x2(f[4 * i], f[4 * i + 1], T()) |
+                 (fp8x2(f[4 * i + 2], f[4 * i + 3], T()) << 16);
+        }
+      }
     } else {
       static_assert(is_half16<T>::value, "unsupported storage type");
       if constexpr (N == 1) {
@@ -217,6 +301,13 @@ __device__ __forceinline__ float2 warp_sum(float2 v) {
     v.x += __shfl_xor_sync(0xffffffffu, v.x, o);
     v.y += __shfl_xor_sync(0xffffffffu, v.y, o);
   }
+  return v;
+}
+
+// Max of non-negative values over a warp (exact: every lane ends with the same value).
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
