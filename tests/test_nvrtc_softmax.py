@@ -256,6 +256,10 @@ inline float2 make_float2(float a, float b) { return {a, b}; }
 inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; }
 inline float __uint_as_float(unsigned v) { float f; std::memcpy(&f, &v, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned v; std::memcpy(&v, &f, 4); return v; }
+inline int __float_as_int(float f) { int v; std::memcpy(&v, &f, 4); return v; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 inline float emu_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
@@ -386,6 +390,8 @@ def _emu_rewrite_asm(m: re.Match) -> str:
         ("ex2.approx", lambda: f"{o[0]} = emu_ex2({i[0]});"),
         ("rcp.approx", lambda: f"{o[0]} = 1.f / {i[0]};"),
         ("ld.acquire.gpu", lambda: f"{o[0]} = __atomic_load_n({i[0]}, __ATOMIC_ACQUIRE);"),
+        # FP8 conversions live under `__CUDA_ARCH__ >= 890`, which the host build never defines.
+        ("cvt.rn.satfinite", lambda: "__builtin_trap();"),
     ]
     for key, fn in table:
         if key in tmpl:
