@@ -20,6 +20,7 @@ import rtc
 
 from ...planner import NormPlan, NormSpec
 from ..common import NormBwdArgs, NormFwdArgs
+from ._launch import cached_record
 
 __all__ = [
     "C_TYPES",
@@ -254,21 +255,10 @@ class _Launch:
 
 
 _launches: dict[tuple[int, int], _Launch] = {}
-_launches_lock = threading.Lock()
-_LAUNCH_CACHE_LIMIT = 4096
 
 
 def _launch_record(plan: NormPlan, device: int) -> _Launch:
-    key = (id(plan), device)
-    rec = _launches.get(key)
-    if rec is not None and rec.plan is plan:
-        return rec
-    rec = _Launch(plan, device)
-    with _launches_lock:
-        if len(_launches) >= _LAUNCH_CACHE_LIMIT:
-            _launches.clear()
-        _launches[key] = rec
-    return rec
+    return cached_record(_launches, _Launch, plan, device)
 
 
 def _row_stride(t: Any) -> int:

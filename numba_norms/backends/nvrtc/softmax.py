@@ -23,6 +23,7 @@ import rtc
 
 from ...planner import RowPlan, SoftmaxSpec
 from ..common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from ._launch import cached_record
 
 __all__ = [
     "C_TYPES",
@@ -235,21 +236,10 @@ class _Launch:
 
 
 _launches: dict[tuple[int, int], _Launch] = {}
-_launches_lock = threading.Lock()
-_LAUNCH_CACHE_LIMIT = 4096
 
 
 def _launch_record(plan: RowPlan, device: int) -> _Launch:
-    key = (id(plan), device)
-    rec = _launches.get(key)
-    if rec is not None and rec.plan is plan:
-        return rec
-    rec = _Launch(plan, device)
-    with _launches_lock:
-        if len(_launches) >= _LAUNCH_CACHE_LIMIT:
-            _launches.clear()
-        _launches[key] = rec
-    return rec
+    return cached_record(_launches, _Launch, plan, device)
 
 
 def _row_stride(t: Any) -> np.int64:
@@ -264,16 +254,8 @@ def _row_stride(t: Any) -> np.int64:
     return np.int64(t.rows_cols()[2])
 
 
-def _memset_d32(ptr: int, value: int, count: int, stream: int) -> None:
-    from cuda.bindings import driver
-
-    (err,) = driver.cuMemsetD32Async(ptr, value, count, stream)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuMemsetD32Async failed: {err}")
-
-
-# rtc.memset_d32_async is the intended entry point; the driver call serves until it exists.
-_memset = getattr(rtc, "memset_d32_async", None) or _memset_d32
+# Zeroes the inter-CTA barrier counters on the launch stream (a module attribute: tests fake it).
+_memset = rtc.memset_d32_async
 
 
 def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int]:
