@@ -141,6 +141,7 @@ class NormSpec:
             self.ldgs,
             self.general,
             c.fused_add,
+            c.min_ctas_per_sm,
         )
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "generated_tuned",
     "is_supported",
     "itemsize",
+    "measured_configs",
     "norm_configs",
     "select_norm",
     "supported_norm_dtypes",
@@ -50,6 +51,10 @@ FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
 NORM_OPS = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
 KINDS = ("tuned", "general")
+
+# sm_80 / sm_90 limits (the register cap must describe a residency the SM can reach).
+MAX_THREADS_PER_BLOCK = 1024
+MAX_THREADS_PER_SM = 2048
 
 # TE's tuned kernels need 16-byte aligned pointers and a row count that is a multiple of 4.
 TUNED_ALIGNMENT = 16
@@ -114,7 +119,11 @@ class NormConfig:
     fused_add : bool
         RMSNorm backward that adds ``add`` into dx.
     origin : str
-        ``"te"`` for TransformerEngine's table, ``"generated"`` for entries made at run time.
+        ``"te"`` for TransformerEngine's table, ``"measured"`` for entries chosen by a timed
+        sweep (``data/measured_norms.json``), ``"generated"`` for entries made at run time.
+    min_ctas_per_sm : int
+        Register cap: the kernel is compiled for at least this many resident CTAs per SM
+        (``__launch_bounds__``); 1 leaves the register count to the compiler.
     """
 
     op: str
@@ -131,6 +140,7 @@ class NormConfig:
     bytes_per_ldg_final: int = 0
     fused_add: bool = False
     origin: str = "te"
+    min_ctas_per_sm: int = 1
 
     def __post_init__(self) -> None:
         if self.op not in NORM_OPS:
@@ -147,9 +157,18 @@ class NormConfig:
             raise ValueError("input and weight dtypes cannot be fp8")
         if self.fused_add and self.op != "rmsnorm_bwd":
             raise ValueError("fused_add exists only for rmsnorm_bwd")
-        for field_name in ("hidden_size", "ctas_per_row", "warps_m", "warps_n"):
+        for field_name in ("hidden_size", "ctas_per_row", "warps_m", "warps_n", "min_ctas_per_sm"):
             if getattr(self, field_name) < 1:
                 raise ValueError(f"{field_name} must be >= 1, got {getattr(self, field_name)}")
+        if self.threads > MAX_THREADS_PER_BLOCK:
+            raise ValueError(
+                f"warps_m * warps_n * 32 = {self.threads} exceeds {MAX_THREADS_PER_BLOCK} threads"
+            )
+        if self.threads * self.min_ctas_per_sm > MAX_THREADS_PER_SM:
+            raise ValueError(
+                f"min_ctas_per_sm {self.min_ctas_per_sm} x {self.threads} threads exceeds the "
+                f"{MAX_THREADS_PER_SM} threads an SM holds"
+            )
         if self.kind == "general" and self.ctas_per_row != 1:
             raise ValueError("general entries have ctas_per_row == 1 (the planner sets it)")
         if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
@@ -213,14 +232,42 @@ def _entry_from_json(raw: dict) -> NormConfig:
     )
 
 
+def _measured_from_json(raw: dict) -> NormConfig:
+    return NormConfig(
+        op=raw["op"],
+        kind="tuned",
+        hidden_size=int(raw["hidden_size"]),
+        weight=raw["weight"],
+        input=raw["input"],
+        output=raw["output"],
+        ctas_per_row=int(raw["ctas_per_row"]),
+        warps_m=int(raw["warps_m"]),
+        warps_n=int(raw["warps_n"]),
+        bytes_per_ldg=int(raw["bytes_per_ldg"]),
+        bytes_per_ldg_final=4 if raw["op"].endswith("_bwd") else 0,
+        origin="measured",
+        min_ctas_per_sm=int(raw.get("min_ctas_per_sm", 1)),
+    )
+
+
+@functools.cache
+def measured_configs() -> tuple[NormConfig, ...]:
+    """Tuned entries chosen by a timed sweep (``perf/tune_norms.py``) on the GPU named in
+    ``data/measured_norms.json``; each beat the TE/generated entry it replaces by >= 3% there.
+    """
+    text = resources.files("numba_norms").joinpath("data/measured_norms.json").read_text()
+    return tuple(_measured_from_json(raw) for raw in json.loads(text)["entries"])
+
+
 @functools.cache
 def norm_configs(include_fp8: bool = False) -> tuple[NormConfig, ...]:
-    """Every norm configuration: TE's registrations, fp8 outputs only when asked.
+    """Every norm configuration: measured entries first (they take precedence over TE's for
+    the same dtypes and hidden size), then TE's registrations; FP8 outputs only when asked.
 
     FP8-output entries are also offered with an ``fp8e5m2`` output (TE registers e4m3 only).
     """
     text = resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
-    entries = []
+    entries = [c for c in measured_configs() if include_fp8 or c.output not in FP8_DTYPES]
     for raw in json.loads(text)["entries"]:
         cfg = _entry_from_json(raw)
         if cfg.output in FP8_DTYPES:
@@ -293,7 +340,7 @@ def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
     direction = "bwd" if key.op.endswith("_bwd") else "fwd"
     best, best_ratio = None, None
     for (k, hidden), cfg in tuned.items():
-        if cfg.origin != "te" or (k.weight, k.input, k.output) != (
+        if cfg.origin == "generated" or (k.weight, k.input, k.output) != (
             key.weight,
             key.input,
             key.output,

@@ -51,14 +51,19 @@ ALL_SPECS = _all_specs()
 
 def _find(op, kind, hidden, weight, inp, out, *, add=False, cols=None, vec=None) -> NormSpec:
     for cfg in registry.norm_configs():
-        if (cfg.op, cfg.kind, cfg.hidden_size, cfg.weight, cfg.input, cfg.output) == (
-            op,
-            kind,
-            hidden,
-            weight,
-            inp,
-            out,
-        ) and cfg.fused_add == add:
+        if (
+            (cfg.op, cfg.kind, cfg.hidden_size, cfg.weight, cfg.input, cfg.output)
+            == (
+                op,
+                kind,
+                hidden,
+                weight,
+                inp,
+                out,
+            )
+            and cfg.fused_add == add
+            and cfg.origin == "te"
+        ):
             cols = hidden if cols is None else cols
             return norm_spec(cfg, cols, cfg.num_elts if vec is None else vec, H200)
     raise LookupError((op, kind, hidden, weight, inp, out, add))
@@ -128,23 +133,46 @@ def _tmp_cache(monkeypatch, tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 
+def test_register_cap_reaches_ptxas():
+    """min_ctas_per_sm is a template argument: ptxas caps the registers to fit that many CTAs."""
+    import dataclasses
+    import re
+
+    base = _find("layernorm_bwd", "tuned", 4096, "bf16", "bf16", "bf16")
+    capped = dataclasses.replace(
+        base, config=dataclasses.replace(base.config, min_ctas_per_sm=3, origin="measured")
+    )
+    assert _norms.backward_names(capped)[0].endswith(", 3>")
+    assert capped.kernel_key != base.kernel_key
+
+    def regs(spec):
+        log = _norms.compile_spec(spec, "sm_90", options=("-Xptxas=-v",)).log
+        sections = log.split("Compiling entry function '")[1:]
+        (main,) = [t for t in sections if "finalize" not in t.split("'")[0]]
+        return int(re.search(r"Used (\d+) registers", main).group(1))
+
+    assert regs(capped) <= 65536 // (3 * capped.threads)
+    assert regs(base) > 65536 // (3 * base.threads)  # uncapped it takes more: the cap bites
+
+
 def test_name_expressions():
     fwd = _find("layernorm_fwd", "tuned", 4096, "bf16", "bf16", "bf16")
     assert _norms.forward_name(fwd) == (
-        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 1, 4, 8, 4, false, false>"
+        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 1, 4, 8, 4, false, false, 1>"
     )
     mixed = _find("layernorm_fwd", "tuned", 1024, "fp32", "fp32", "bf16")
     assert (
-        _norms.forward_name(mixed) == "norm_fwd<float, float, nn::bf16, 4, 1, 4, 8, false, false>"
+        _norms.forward_name(mixed)
+        == "norm_fwd<float, float, nn::bf16, 4, 1, 4, 8, false, false, 1>"
     )
     rms = _find("rmsnorm_bwd", "general", 128, "fp16", "fp16", "fp16", add=True, cols=130, vec=1)
     assert _norms.backward_names(rms) == (
-        "norm_bwd<nn::fp16, nn::fp16, nn::fp16, 4, 1, 1, 4, true, true, true>",
+        "norm_bwd<nn::fp16, nn::fp16, nn::fp16, 4, 1, 1, 4, true, true, true, 1>",
         "norm_bwd_finalize<nn::fp16, false>",
     )
     ln = _find("layernorm_bwd", "tuned", 8192, "fp16", "fp32", "fp16")
     assert _norms.backward_names(ln) == (
-        "norm_bwd<float, nn::fp16, nn::fp16, 1, 4, 4, 8, false, false, false>",
+        "norm_bwd<float, nn::fp16, nn::fp16, 1, 4, 4, 8, false, false, false, 1>",
         "norm_bwd_finalize<nn::fp16, true>",
     )
     with pytest.raises(ValueError):

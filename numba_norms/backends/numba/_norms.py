@@ -1259,11 +1259,14 @@ def _assume_device(cc: tuple[int, int]):
         _dispatcher.get_current_device = real
 
 
-def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | str:
+def _kernel_for(
+    key: tuple, make, signature, arch: str | None, launch_bounds: tuple[int, int] | None = None
+) -> _Compiled | str:
     """Compile (cached) ``make(cc)`` for the current device, or to PTX for ``arch``.
 
     ``make`` gets the target compute capability (None under the simulator), which decides the
-    hardware conversions (:func:`_hw_flags`).
+    hardware conversions (:func:`_hw_flags`). ``launch_bounds`` (threads, min CTAs per SM) is the
+    registry's register cap (ignored by the simulator).
     """
     if _SIM:
         hit = _CACHE.get(key)
@@ -1276,7 +1279,7 @@ def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | st
         ptx = _PTX_CACHE.get((key, cc))
         if ptx is None:
             with _LOCK, _assume_device(cc):
-                ptx, _ = cuda.compile_ptx(make(cc), signature, cc=cc)
+                ptx, _ = cuda.compile_ptx(make(cc), signature, cc=cc, launch_bounds=launch_bounds)
             if key[0] == "fin":
                 _PTX_CACHE[(key, cc)] = ptx
         return ptx
@@ -1289,7 +1292,7 @@ def _kernel_for(key: tuple, make, signature, arch: str | None) -> _Compiled | st
         hit = _CACHE.get(full_key)
         if hit is None:
             # eager compilation with the explicit signature: the whole cost is paid here, once
-            disp = cuda.jit(signature)(make(cc))
+            disp = cuda.jit(signature, launch_bounds=launch_bounds)(make(cc))
             kernel = disp.overloads[signature.args]
             kernel.bind()  # load the module now: link errors surface here, occupancy needs it
             hit = _CACHE[full_key] = _Compiled(disp, kernel, bool(kernel.cooperative))
@@ -1304,6 +1307,12 @@ def _fp8(spec: NormSpec) -> bool:
     return spec.config.output in FP8_DTYPES
 
 
+def _bounds(spec: NormSpec) -> tuple[int, int] | None:
+    """``launch_bounds`` of the spec's main kernel: the registry entry's register cap."""
+    n = spec.config.min_ctas_per_sm
+    return (spec.threads, n) if n > 1 else None
+
+
 def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Compiled | str:
     """The forward kernel; ``amax``: the variant with the amax reduction (non-FP8 outputs)."""
     multi = _multi(spec)
@@ -1313,6 +1322,7 @@ def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Co
         lambda cc: _forward_kernel(spec, multi, cc, amax),
         None if _SIM else _forward_signature(spec.config),
         arch,
+        _bounds(spec),
     )
 
 
@@ -1325,6 +1335,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
         lambda cc: _backward_kernel(spec, multi, _hw_flags(cc)[0]),
         None if _SIM else _backward_signature(cfg),
         arch,
+        _bounds(spec),
     )
     fin = _kernel_for(
         ("fin", cfg.weight, has_beta),

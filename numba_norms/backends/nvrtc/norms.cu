@@ -180,21 +180,14 @@ struct Weights {
 
 }  // namespace nn
 
-// Minimum resident CTAs per SM asked of ptxas (register cap); tunable per build with -D.
-#ifndef NN_FWD_MIN_CTAS
-#define NN_FWD_MIN_CTAS 1
-#endif
-#ifndef NN_BWD_MIN_CTAS
-#define NN_BWD_MIN_CTAS 1
-#endif
-
 // ------------------------------------------------------------------------------------------------
 // Forward
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_FWD_MIN_CTAS)
+          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS>
+// MIN_CTAS: resident CTAs per SM ptxas must allow (a register cap; registry data, measured)
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_fwd(const Ti* x, const Tw* gamma, const Tw* beta, To* y, float* mu, float* rsigma,
              int rows, int cols, long long x_stride, long long y_stride, float eps,
              int zero_centered, float* stats, int* barrier, const float* scale, float* amax,
@@ -358,8 +351,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_FWD_MIN_CTAS)
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, bool ADD>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, NN_BWD_MIN_CTAS)
+          int LDGS, bool GENERAL, bool RMS, bool ADD, int MIN_CTAS>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_bwd(const To* dy, const Ti* x, const float* mu, const float* rsigma, const Tw* gamma,
              Ti* dx, const Ti* add, float* dgamma_part, float* dbeta_part, int rows, int cols,
              long long dy_stride, long long x_stride, long long dx_stride, long long add_stride,

@@ -1,0 +1,362 @@
+# ruff: noqa: E402
+"""Timed sweep of norm launch shapes on the GPU; writes the measured registry table.
+
+For each op, dtype combination and hidden size (rows 16384) this times the NVRTC kernel of
+every launch shape that tiles the row with 16-byte vectors (CTAs per row x warps_m x warps_n,
+at most ``--max-elts`` elements a thread), then the best ``--top`` shapes under register caps
+(``__launch_bounds__`` min CTAs per SM). Every candidate's outputs are compared with the
+registry's current choice (the baseline, GPU-tested) before it may win.
+
+Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_norms.json`` (winners that
+beat the baseline by more than ``--min-gain``, in ``numba_norms/data/measured_norms.json``'s
+format: copy it there after reading the CSV).
+
+    python3 perf/tune_norms.py --out DIR [--ops ...] [--dtypes bf16 fp32 ...] [--sizes ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import torch
+from _bench_cases import norm_bwd_bytes, norm_fwd_bytes
+from _bench_torch import copy_ceiling, time_calls
+
+import numba_norms as nn
+import rtc
+from numba_norms import dispatch, planner, registry
+from numba_norms.backends.nvrtc import _norms
+
+OPS = ("layernorm_fwd", "rmsnorm_fwd", "layernorm_bwd", "rmsnorm_bwd")
+SIZES = (768, 1024, 2048, 2560, 3584, 4096, 5120, 7168, 8192, 12288, 16384, 32768, 65536)
+# name -> (weight, input, output); FP8 output only for the forward ops
+COMBOS = {
+    "bf16": ("bf16", "bf16", "bf16"),
+    "fp16": ("fp16", "fp16", "fp16"),
+    "fp32": ("fp32", "fp32", "fp32"),
+    "bf16-fp8": ("bf16", "bf16", "fp8e4m3"),
+}
+TORCH = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2, "fp8e4m3": 8e-2}
+MIN_CTAS = (2, 3, 4, 6, 8, 16)
+
+
+def shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]:
+    """(ctas_per_row, warps_m, warps_n) tiling ``cols`` with 16-byte vectors."""
+    v = 16 // in_size
+    out = []
+    for ctas in (1, 2, 4, 8):
+        if ctas > 1 and cols < 16384:
+            continue
+        for wn in range(1, 33):  # any warp count: 2560 = 10 warps x 256 columns, say
+            per_pass = ctas * wn * 32 * v
+            if cols % per_pass or cols // per_pass * v > max_elts:
+                continue
+            for wm in (1, 2, 4, 8):
+                if wm * wn > 32 or (ctas > 1 and wm > 1):
+                    continue
+                out.append((ctas, wm, wn))
+    return out
+
+
+def make_config(key: registry.NormKey, cols: int, ctas: int, wm: int, wn: int, mc: int):
+    return registry.NormConfig(
+        op=key.op,
+        kind="tuned",
+        hidden_size=cols,
+        weight=key.weight,
+        input=key.input,
+        output=key.output,
+        ctas_per_row=ctas,
+        warps_m=wm,
+        warps_n=wn,
+        bytes_per_ldg=16,
+        bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
+        origin="measured",
+        min_ctas_per_sm=mc,
+    )
+
+
+class Problem:
+    """Inputs of one (op, dtypes, rows, cols) and a call that uses a forced configuration."""
+
+    def __init__(self, key: registry.NormKey, rows: int, cols: int) -> None:
+        self.key, self.rows, self.cols = key, rows, cols
+        kind, direction = key.op.split("_")
+        self.kind, self.bwd = kind, direction == "bwd"
+        dt, wt = TORCH[key.input], TORCH[key.weight]
+        g = torch.Generator(device="cuda").manual_seed(0)
+        self.x = torch.randn(rows, cols, device="cuda", generator=g).to(dt)
+        self.gamma = (1 + 0.1 * torch.randn(cols, device="cuda", generator=g)).to(wt)
+        self.beta = (0.1 * torch.randn(cols, device="cuda", generator=g)).to(wt)
+        self.fp8 = key.output.startswith("fp8")
+        self.scale = torch.full((1,), 2.0, device="cuda")
+        if self.bwd:
+            self.dy = torch.randn(rows, cols, device="cuda", generator=g).to(TORCH[key.output])
+            if kind == "layernorm":
+                _, self.mu, self.rs = nn.layernorm_fwd(self.x, self.gamma, self.beta)
+            else:
+                _, self.rs = nn.rmsnorm_fwd(self.x, self.gamma)
+        sx = self.x.element_size()
+        w = self.gamma.element_size()
+        rms = kind == "rmsnorm"
+        if self.bwd:
+            self.nbytes = norm_bwd_bytes(rows, cols, sx, self.dy.element_size(), w, rms)
+        else:
+            sy = 1 if self.fp8 else TORCH[key.output].itemsize
+            self.nbytes = norm_fwd_bytes(rows, cols, sx, sy, w, rms)
+
+    def __call__(self, _i: int = 0):
+        k = self.kind
+        if self.bwd:
+            if k == "layernorm":
+                return nn.layernorm_bwd(self.dy, self.x, self.mu, self.rs, self.gamma)
+            return nn.rmsnorm_bwd(self.dy, self.x, self.rs, self.gamma)
+        extra = {"out_dtype": torch.float8_e4m3fn, "scale": self.scale} if self.fp8 else {}
+        if k == "layernorm":
+            return nn.layernorm_fwd(self.x, self.gamma, self.beta, **extra)
+        return nn.rmsnorm_fwd(self.x, self.gamma, **extra)
+
+
+def rel_err(a, b) -> float:
+    """Largest relative L2 error over the outputs (dgamma/dbeta included for backward)."""
+    errs = []
+    for u, v in zip(a, b, strict=True):
+        u, v = u.float(), v.float()
+        errs.append(float((u - v).norm() / v.norm().clamp_min(1e-30)))
+    return max(errs)
+
+
+def run(args) -> int:
+    os.makedirs(args.out, exist_ok=True)
+    dev = torch.cuda.current_device()
+    limits = dispatch.device_limits(dev)
+    arch = rtc.device_info(dev).arch  # explicit: the compile threads need no CUDA context
+    _, ceiling, _ = copy_ceiling()
+    print(f"copy ceiling {ceiling:.0f} GB/s on {torch.cuda.get_device_name()}", flush=True)
+    real_select = registry.select_norm
+    forced: list = [None]
+
+    def select(key, cols, rows, alignment, **kw):
+        cfg = forced[0]
+        return cfg if cfg is not None else real_select(key, cols, rows, alignment, **kw)
+
+    registry.select_norm = select
+    pool = cf.ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 4))
+    t_end = time.monotonic() + args.time_budget
+    fields = [
+        "op",
+        "weight",
+        "input",
+        "output",
+        "rows",
+        "cols",
+        "label",
+        "ctas_per_row",
+        "warps_m",
+        "warps_n",
+        "min_ctas_per_sm",
+        "elts_per_thread",
+        "regs",
+        "occupancy",
+        "grid",
+        "median_us",
+        "p20_us",
+        "p80_us",
+        "gbs",
+        "pct_ceiling",
+        "vs_baseline",
+        "err",
+        "check",
+    ]
+    fcsv = open(os.path.join(args.out, "tune.csv"), "w", newline="")
+    wr = csv.DictWriter(fcsv, fieldnames=fields)
+    wr.writeheader()
+    winners = []
+
+    def measure(prob: Problem, cfg, label: str, ref, base_us):
+        forced[0] = cfg
+        dispatch._plan_cache.clear()
+        try:
+            out = prob()
+            torch.cuda.synchronize()
+            err = rel_err(out, ref) if ref is not None else 0.0
+            tol = TOL[prob.key.output if not prob.bwd else prob.key.input]
+            ok = err <= tol
+            t = time_calls(prob, 1, target_ms=args.target_ms, min_reps=8, max_reps=60)
+            plan = next(iter(dispatch._plan_cache.values()))
+            main, _ = _norms.load(plan.spec)
+            row = dict(
+                op=prob.key.op,
+                weight=prob.key.weight,
+                input=prob.key.input,
+                output=prob.key.output,
+                rows=prob.rows,
+                cols=prob.cols,
+                label=label,
+                ctas_per_row=cfg.ctas_per_row,
+                warps_m=cfg.warps_m,
+                warps_n=cfg.warps_n,
+                min_ctas_per_sm=cfg.min_ctas_per_sm,
+                elts_per_thread=plan.spec.ldgs * plan.spec.num_elts,
+                regs=main.num_regs,
+                occupancy=main.occupancy(plan.spec.threads, 0),
+                grid="x".join(map(str, plan.grid)),
+                median_us=round(t.median_us, 2),
+                p20_us=round(t.p20_us, 2),
+                p80_us=round(t.p80_us, 2),
+                gbs=round(prob.nbytes / t.median_us / 1e3, 1),
+                pct_ceiling=round(100 * prob.nbytes / t.median_us / 1e3 / ceiling, 1),
+                vs_baseline=round(base_us / t.median_us, 3) if base_us else 1.0,
+                err=f"{err:.2e}",
+                check="ok" if ok else "FAIL",
+            )
+            return row, out, t.median_us if ok else None
+        except Exception as exc:  # a shape this device cannot run: record and go on
+            print(
+                f"  {label} {cfg.ctas_per_row}/{cfg.warps_m}x{cfg.warps_n}/"
+                f"{cfg.min_ctas_per_sm}: {type(exc).__name__}: {exc}",
+                flush=True,
+            )
+            return None, None, None
+        finally:
+            forced[0] = None
+            dispatch._plan_cache.clear()
+
+    def prefetch(cfgs):
+        specs = []
+        for c in cfgs:
+            try:
+                specs.append(planner.norm_spec(c, c.hidden_size, c.num_elts, limits))
+            except planner.PlanError:
+                pass
+        list(pool.map(lambda s: _norms.compile_spec(s, arch), specs))
+
+    for combo in args.dtypes:
+        weight, inp, outp = COMBOS[combo]
+        for op in args.ops:
+            if op.endswith("_bwd") and outp.startswith("fp8"):
+                continue
+            key = registry.NormKey(op, weight, inp, outp)
+            for cols in args.sizes:
+                if time.monotonic() > t_end:
+                    print(f"time budget spent: skipping {combo} {op} {cols}", flush=True)
+                    continue
+                t0 = time.monotonic()
+                prob = Problem(key, args.rows, cols)
+                base_cfg = real_select(key, cols, args.rows, 16)
+                base_row, ref, base_us = measure(prob, base_cfg, "baseline", None, None)
+                if base_row is None:
+                    continue
+                base_row["label"] = f"baseline:{base_cfg.origin}"
+                wr.writerow(base_row)
+                results = [(base_us, base_cfg, base_row)]
+                cands = [
+                    make_config(key, cols, *s, 1)
+                    for s in shapes(registry.itemsize(inp), cols, args.max_elts)
+                ]
+                prefetch(cands)
+                for cfg in cands:
+                    row, _, us = measure(prob, cfg, "shape", ref, base_us)
+                    if row:
+                        wr.writerow(row)
+                        if us:
+                            results.append((us, cfg, row))
+                top = sorted(results, key=lambda r: r[0])[: args.top]
+                capped = [
+                    dataclasses.replace(c, min_ctas_per_sm=m, origin="measured")
+                    for _, c, _ in top
+                    for m in MIN_CTAS
+                    if c.threads * m <= registry.MAX_THREADS_PER_SM
+                ]
+                prefetch(capped)
+                for cfg in capped:
+                    row, _, us = measure(prob, cfg, "capped", ref, base_us)
+                    if row:
+                        wr.writerow(row)
+                        if us:
+                            results.append((us, cfg, row))
+                fcsv.flush()
+                best_us, best, brow = min(results, key=lambda r: r[0])
+                gain = base_us / best_us
+                print(
+                    f"{combo:8s} {op:14s} {cols:6d}: baseline {base_row['gbs']:7.1f} GB/s "
+                    f"({base_cfg.ctas_per_row}/{base_cfg.warps_m}x{base_cfg.warps_n}) best "
+                    f"{brow['gbs']:7.1f} ({best.ctas_per_row}/{best.warps_m}x{best.warps_n}"
+                    f"/min{best.min_ctas_per_sm}, {brow['regs']} regs) x{gain:.2f} "
+                    f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
+                    flush=True,
+                )
+                if best is not base_cfg and gain > 1 + args.min_gain:
+                    winners.append(
+                        dict(
+                            op=op,
+                            hidden_size=cols,
+                            weight=weight,
+                            input=inp,
+                            output=outp,
+                            ctas_per_row=best.ctas_per_row,
+                            warps_m=best.warps_m,
+                            warps_n=best.warps_n,
+                            bytes_per_ldg=16,
+                            min_ctas_per_sm=best.min_ctas_per_sm,
+                            gbs=brow["gbs"],
+                            baseline_gbs=base_row["gbs"],
+                            baseline=f"{base_cfg.origin} {base_cfg.ctas_per_row}/"
+                            f"{base_cfg.warps_m}x{base_cfg.warps_n}",
+                        )
+                    )
+                del prob
+                torch.cuda.empty_cache()
+    fcsv.close()
+    registry.select_norm = real_select
+    meta = dict(
+        date=datetime.date.today().isoformat(),
+        gpu=torch.cuda.get_device_name(),
+        copy_ceiling_gbs=round(ceiling),
+        rows=args.rows,
+        command="python3 perf/tune_norms.py " + " ".join(sys.argv[1:]),
+        versions=dict(
+            torch=torch.__version__,
+            python=platform.python_version(),
+            nvrtc=".".join(map(str, rtc.nvrtc_version())),
+        ),
+    )
+    with open(os.path.join(args.out, "measured_norms.json"), "w") as f:
+        json.dump(dict(source=meta, entries=winners), f, indent=1)
+    print(f"{len(winners)} winners -> {args.out}/measured_norms.json")
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
+    p.add_argument(
+        "--dtypes", nargs="+", default=["bf16", "fp32", "bf16-fp8", "fp16"], choices=list(COMBOS)
+    )
+    p.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
+    p.add_argument("--rows", type=int, default=16384)
+    p.add_argument("--max-elts", type=int, default=64, help="elements a thread holds, at most")
+    p.add_argument("--top", type=int, default=3, help="shapes swept with register caps")
+    p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
+    p.add_argument("--target-ms", type=float, default=12.0)
+    p.add_argument("--time-budget", type=float, default=480.0, help="seconds")
+    return run(p.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
