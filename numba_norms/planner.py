@@ -142,6 +142,7 @@ class NormSpec:
             self.general,
             c.fused_add,
             c.min_ctas_per_sm,
+            c.prefetch,
         )
 
 

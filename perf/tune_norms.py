@@ -90,6 +90,56 @@ def make_config(key: registry.NormKey, cols: int, ctas: int, wm: int, wn: int, m
     )
 
 
+PREFETCH = (False, True)
+
+
+def te_select(key: registry.NormKey, cols: int, rows: int) -> registry.NormConfig:
+    """The entry the registry picks without the measured table (TE's or a generated one)."""
+    saved = registry.measured_configs
+
+    def clear():
+        for f in (registry.norm_configs, registry._index, registry.generated_tuned):
+            f.cache_clear()
+
+    registry.measured_configs = lambda: ()
+    clear()
+    try:
+        return registry.select_norm(key, cols, rows, 16)
+    finally:
+        registry.measured_configs = saved
+        clear()
+
+
+def load_refine(path: str) -> dict:
+    """Rows of an earlier tune.csv that passed, grouped by (op, weight, input, output, cols)."""
+    out: dict = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["check"] == "ok" and not r["label"].startswith("baseline"):
+                k = (r["op"], r["weight"], r["input"], r["output"], int(r["cols"]))
+                out.setdefault(k, []).append(r)
+    return out
+
+
+def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
+    """The ``top`` fastest distinct shapes + caps of an earlier sweep, with and without the
+    software pipeline."""
+    rows = sorted(
+        refine.get((key.op, key.weight, key.input, key.output, cols), []),
+        key=lambda r: float(r["median_us"]),
+    )
+    seen, out = set(), []
+    for r in rows:
+        shape = tuple(int(r[f]) for f in ("ctas_per_row", "warps_m", "warps_n", "min_ctas_per_sm"))
+        if shape in seen:
+            continue
+        seen.add(shape)
+        out += [dataclasses.replace(make_config(key, cols, *shape), prefetch=pf) for pf in PREFETCH]
+        if len(seen) == top:
+            break
+    return out
+
+
 class Problem:
     """Inputs of one (op, dtypes, rows, cols) and a call that uses a forced configuration."""
 
@@ -148,6 +198,7 @@ def run(args) -> int:
     _, ceiling, _ = copy_ceiling()
     print(f"copy ceiling {ceiling:.0f} GB/s on {torch.cuda.get_device_name()}", flush=True)
     real_select = registry.select_norm
+    refine = load_refine(args.refine) if args.refine else None
     forced: list = [None]
 
     def select(key, cols, rows, alignment, **kw):
@@ -211,6 +262,7 @@ def run(args) -> int:
                 warps_m=cfg.warps_m,
                 warps_n=cfg.warps_n,
                 min_ctas_per_sm=cfg.min_ctas_per_sm,
+                prefetch=int(cfg.prefetch),
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts,
                 regs=main.num_regs,
                 occupancy=main.occupancy(plan.spec.threads, 0),
@@ -257,38 +309,45 @@ def run(args) -> int:
                     continue
                 t0 = time.monotonic()
                 prob = Problem(key, args.rows, cols)
-                base_cfg = real_select(key, cols, args.rows, 16)
+                base_cfg = te_select(key, cols, args.rows)
                 base_row, ref, base_us = measure(prob, base_cfg, "baseline", None, None)
                 if base_row is None:
                     continue
                 base_row["label"] = f"baseline:{base_cfg.origin}"
                 wr.writerow(base_row)
                 results = [(base_us, base_cfg, base_row)]
-                cands = [
-                    make_config(key, cols, *s, 1)
-                    for s in shapes(registry.itemsize(inp), cols, args.max_elts)
-                ]
-                prefetch(cands)
-                for cfg in cands:
-                    row, _, us = measure(prob, cfg, "shape", ref, base_us)
-                    if row:
-                        wr.writerow(row)
-                        if us:
-                            results.append((us, cfg, row))
-                top = sorted(results, key=lambda r: r[0])[: args.top]
-                capped = [
-                    dataclasses.replace(c, min_ctas_per_sm=m, origin="measured")
-                    for _, c, _ in top
-                    for m in MIN_CTAS
-                    if c.threads * m <= registry.MAX_THREADS_PER_SM
-                ]
-                prefetch(capped)
-                for cfg in capped:
-                    row, _, us = measure(prob, cfg, "capped", ref, base_us)
-                    if row:
-                        wr.writerow(row)
-                        if us:
-                            results.append((us, cfg, row))
+                if refine is not None:
+                    stages = [("refine", refine_candidates(refine, key, cols, args.top))]
+                else:
+                    stages = [
+                        (
+                            "shape",
+                            [
+                                make_config(key, cols, *s, 1)
+                                for s in shapes(registry.itemsize(inp), cols, args.max_elts)
+                            ],
+                        ),
+                        ("capped", None),
+                    ]
+                for label, cands in stages:
+                    if cands is None:  # register caps (and the pipeline) on the best shapes
+                        top = sorted(results, key=lambda r: r[0])[: args.top]
+                        cands = [
+                            dataclasses.replace(
+                                c, min_ctas_per_sm=m, origin="measured", prefetch=pf
+                            )
+                            for _, c, _ in top
+                            for m in (1,) + MIN_CTAS
+                            for pf in PREFETCH
+                            if c.threads * m <= registry.MAX_THREADS_PER_SM
+                        ]
+                    prefetch(cands)
+                    for cfg in cands:
+                        row, _, us = measure(prob, cfg, label, ref, base_us)
+                        if row:
+                            wr.writerow(row)
+                            if us:
+                                results.append((us, cfg, row))
                 fcsv.flush()
                 best_us, best, brow = min(results, key=lambda r: r[0])
                 gain = base_us / best_us
@@ -296,7 +355,8 @@ def run(args) -> int:
                     f"{combo:8s} {op:14s} {cols:6d}: baseline {base_row['gbs']:7.1f} GB/s "
                     f"({base_cfg.ctas_per_row}/{base_cfg.warps_m}x{base_cfg.warps_n}) best "
                     f"{brow['gbs']:7.1f} ({best.ctas_per_row}/{best.warps_m}x{best.warps_n}"
-                    f"/min{best.min_ctas_per_sm}, {brow['regs']} regs) x{gain:.2f} "
+                    f"/min{best.min_ctas_per_sm}{'/pf' if best.prefetch else ''}, "
+                    f"{brow['regs']} regs) x{gain:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
                     flush=True,
                 )
@@ -313,6 +373,7 @@ def run(args) -> int:
                             warps_n=best.warps_n,
                             bytes_per_ldg=16,
                             min_ctas_per_sm=best.min_ctas_per_sm,
+                            prefetch=best.prefetch,
                             gbs=brow["gbs"],
                             baseline_gbs=base_row["gbs"],
                             baseline=f"{base_cfg.origin} {base_cfg.ctas_per_row}/"
@@ -350,6 +411,12 @@ def main() -> int:
     )
     p.add_argument("--sizes", nargs="+", type=int, default=list(SIZES))
     p.add_argument("--rows", type=int, default=16384)
+    p.add_argument(
+        "--refine",
+        default=None,
+        help="an earlier tune.csv: re-time its best "
+        "--top shapes (with caps), each with and without the software pipeline",
+    )
     p.add_argument("--max-elts", type=int, default=64, help="elements a thread holds, at most")
     p.add_argument("--top", type=int, default=3, help="shapes swept with register caps")
     p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")

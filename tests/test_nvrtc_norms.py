@@ -142,7 +142,7 @@ def test_register_cap_reaches_ptxas():
     capped = dataclasses.replace(
         base, config=dataclasses.replace(base.config, min_ctas_per_sm=3, origin="measured")
     )
-    assert _norms.backward_names(capped)[0].endswith(", 3>")
+    assert _norms.backward_names(capped)[0].endswith(", 3, false>")
     assert capped.kernel_key != base.kernel_key
 
     def regs(spec):
@@ -158,21 +158,21 @@ def test_register_cap_reaches_ptxas():
 def test_name_expressions():
     fwd = _find("layernorm_fwd", "tuned", 4096, "bf16", "bf16", "bf16")
     assert _norms.forward_name(fwd) == (
-        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 1, 4, 8, 4, false, false, 1>"
+        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 1, 4, 8, 4, false, false, 1, false>"
     )
     mixed = _find("layernorm_fwd", "tuned", 1024, "fp32", "fp32", "bf16")
     assert (
         _norms.forward_name(mixed)
-        == "norm_fwd<float, float, nn::bf16, 4, 1, 4, 8, false, false, 1>"
+        == "norm_fwd<float, float, nn::bf16, 4, 1, 4, 8, false, false, 1, false>"
     )
     rms = _find("rmsnorm_bwd", "general", 128, "fp16", "fp16", "fp16", add=True, cols=130, vec=1)
     assert _norms.backward_names(rms) == (
-        "norm_bwd<nn::fp16, nn::fp16, nn::fp16, 4, 1, 1, 4, true, true, true, 1>",
+        "norm_bwd<nn::fp16, nn::fp16, nn::fp16, 4, 1, 1, 4, true, true, true, 1, false>",
         "norm_bwd_finalize<nn::fp16, false>",
     )
     ln = _find("layernorm_bwd", "tuned", 8192, "fp16", "fp32", "fp16")
     assert _norms.backward_names(ln) == (
-        "norm_bwd<float, nn::fp16, nn::fp16, 1, 4, 4, 8, false, false, false, 1>",
+        "norm_bwd<float, nn::fp16, nn::fp16, 1, 4, 4, 8, false, false, false, 1, false>",
         "norm_bwd_finalize<nn::fp16, true>",
     )
     with pytest.raises(ValueError):

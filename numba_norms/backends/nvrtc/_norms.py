@@ -83,11 +83,16 @@ def _template_args(spec: NormSpec) -> str:
     )
 
 
+def _tail(c) -> str:
+    """Register cap and software pipelining (the last template arguments of both kernels)."""
+    return f"{c.min_ctas_per_sm}, {_flag(c.prefetch)}"
+
+
 def forward_name(spec: NormSpec) -> str:
     """Name expression of the forward kernel of ``spec``."""
     if spec.config.is_backward:
         raise ValueError(f"{spec.op} is not a forward op")
-    return f"norm_fwd<{_template_args(spec)}, {spec.config.min_ctas_per_sm}>"
+    return f"norm_fwd<{_template_args(spec)}, {_tail(spec.config)}>"
 
 
 def backward_names(spec: NormSpec) -> tuple[str, str]:
@@ -95,7 +100,7 @@ def backward_names(spec: NormSpec) -> tuple[str, str]:
     c = spec.config
     if not c.is_backward:
         raise ValueError(f"{spec.op} is not a backward op")
-    main = f"norm_bwd<{_template_args(spec)}, {_flag(c.fused_add)}, {c.min_ctas_per_sm}>"
+    main = f"norm_bwd<{_template_args(spec)}, {_flag(c.fused_add)}, {_tail(c)}>"
     fin = f"norm_bwd_finalize<{_ctype(c.weight)}, {_flag(not c.is_rms)}>"
     return main, fin
 

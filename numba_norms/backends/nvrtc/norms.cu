@@ -178,6 +178,26 @@ struct Weights {
   }
 };
 
+// The LDGS vectors of one row slice of this thread, as stored (packed). Rows at or past `rows`
+// read as zeros; so do the general kernel's columns past the row end.
+template <typename T, int LDGS, int NUM_ELTS, bool GENERAL>
+struct RowSlice {
+  Pack<T, NUM_ELTS> p[LDGS];
+  __device__ __forceinline__ void load(const T* base, long long stride, int row, int rows,
+                                       int col0, int col_step, int cols) {
+    const T* r = base + (long long)row * stride;
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      if (row < rows) {
+        p[it].template load_cols<GENERAL>(r, col0 + it * col_step, cols);
+      } else {
+#pragma unroll
+        for (int i = 0; i < Pack<T, NUM_ELTS>::WORDS; ++i) p[it].w[i] = 0u;
+      }
+    }
+  }
+};
+
 }  // namespace nn
 
 // ------------------------------------------------------------------------------------------------
@@ -185,8 +205,9 @@ struct Weights {
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS>
-// MIN_CTAS: resident CTAs per SM ptxas must allow (a register cap; registry data, measured)
+          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS, bool PREFETCH>
+// MIN_CTAS: resident CTAs per SM ptxas must allow (a register cap; registry data, measured).
+// PREFETCH: the next row's loads are issued before this row's reductions (software pipeline).
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_fwd(const Ti* x, const Tw* gamma, const Tw* beta, To* y, float* mu, float* rsigma,
              int rows, int cols, long long x_stride, long long y_stride, float eps,
@@ -235,20 +256,20 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   // Without cross-warp communication a warp can stop at the end of the rows.
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
   const int trips = geo.trips(rows);
+  RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> cur;
+  if (PREFETCH && trips > 0) cur.load(x, x_stride, geo.row(0), rows, geo.col0, geo.col_step, cols);
   for (int trip = 0; trip < trips; ++trip) {
     const int row = geo.row(trip);
     const bool valid = row < rows;
     if (!valid && !lockstep) break;
 
+    if constexpr (!PREFETCH) cur.load(x, x_stride, row, rows, geo.col0, geo.col_step, cols);
     float v[LDGS][NUM_ELTS];
-    const Ti* xr = x + (long long)row * x_stride;
 #pragma unroll
-    for (int it = 0; it < LDGS; ++it) {
-      if (valid) {
-        load_vec<Ti, NUM_ELTS, GENERAL>(v[it], xr, geo.col0 + it * geo.col_step, cols);
-      } else {
-#pragma unroll
-        for (int j = 0; j < NUM_ELTS; ++j) v[it][j] = 0.f;
+    for (int it = 0; it < LDGS; ++it) cur.p[it].to_float(v[it]);
+    if constexpr (PREFETCH) {
+      if (trip + 1 < trips) {
+        cur.load(x, x_stride, geo.row(trip + 1), rows, geo.col0, geo.col_step, cols);
       }
     }
 
@@ -351,7 +372,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, bool ADD, int MIN_CTAS>
+          int LDGS, bool GENERAL, bool RMS, bool ADD, int MIN_CTAS, bool PREFETCH>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_bwd(const To* dy, const Ti* x, const float* mu, const float* rsigma, const Tw* gamma,
              Ti* dx, const Ti* add, float* dgamma_part, float* dbeta_part, int rows, int cols,
@@ -378,32 +399,46 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   SumFolder sum;
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
   const int trips = geo.trips(rows);
+  // One row's inputs as stored; out-of-range rows and columns read as zeros, which add nothing
+  // to any sum below.
+  struct In {
+    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> x;
+    RowSlice<To, LDGS, NUM_ELTS, GENERAL> dy;
+    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> add;  // the fused add (ADD only), widened when used
+    float m, rs;
+  };
+  const auto load_in = [&](In& in, int r) {
+    in.x.load(x, x_stride, r, rows, geo.col0, geo.col_step, cols);
+    in.dy.load(dy, dy_stride, r, rows, geo.col0, geo.col_step, cols);
+    if constexpr (ADD) in.add.load(add, add_stride, r, rows, geo.col0, geo.col_step, cols);
+    in.m = (!RMS && r < rows) ? mu[r] : 0.f;
+    in.rs = r < rows ? rsigma[r] : 0.f;
+  };
+  In cur;
+  if (PREFETCH && trips > 0) load_in(cur, geo.row(0));
   for (int trip = 0; trip < trips; ++trip) {
     const int row = geo.row(trip);
     const bool valid = row < rows;
     if (!valid && !lockstep) break;
 
-    // Out-of-range rows and columns read as zeros, which add nothing to any sum below.
+    if constexpr (!PREFETCH) load_in(cur, row);
     float xv[LDGS][NUM_ELTS];
     float dyv[LDGS][NUM_ELTS];
-    Pack<Ti, NUM_ELTS> ap[ADD ? LDGS : 1];  // the fused add, widened when used
-    const Ti* xr = x + (long long)row * x_stride;
-    const To* dyr = dy + (long long)row * dy_stride;
-    const Ti* ar = add + (long long)row * add_stride;
 #pragma unroll
     for (int it = 0; it < LDGS; ++it) {
-      const int col = geo.col0 + it * geo.col_step;
-      if (valid) {
-        load_vec<Ti, NUM_ELTS, GENERAL>(xv[it], xr, col, cols);
-        load_vec<To, NUM_ELTS, GENERAL>(dyv[it], dyr, col, cols);
-        if constexpr (ADD) ap[it].template load_cols<GENERAL>(ar, col, cols);
-      } else {
-#pragma unroll
-        for (int j = 0; j < NUM_ELTS; ++j) xv[it][j] = dyv[it][j] = 0.f;
-      }
+      cur.x.p[it].to_float(xv[it]);
+      cur.dy.p[it].to_float(dyv[it]);
     }
-    const float m = (!RMS && valid) ? mu[row] : 0.f;
-    const float rs = valid ? rsigma[row] : 0.f;
+    const float m = cur.m;
+    const float rs = cur.rs;
+    Pack<Ti, NUM_ELTS> ap[ADD ? LDGS : 1];
+    if constexpr (ADD) {
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) ap[it] = cur.add.p[it];
+    }
+    if constexpr (PREFETCH) {
+      if (trip + 1 < trips) load_in(cur, geo.row(trip + 1));
+    }
 
     // xhat and dy * g replace x and dy in registers.
     float2 s = make_float2(0.f, 0.f);
