@@ -298,10 +298,12 @@ def _replace(cfg: NormConfig, **changes) -> NormConfig:
 
 
 @functools.cache
-def _index(include_fp8: bool) -> tuple[dict, dict]:
+def _index(include_fp8: bool, measured: bool = True) -> tuple[dict, dict]:
     tuned: dict[tuple[NormKey, int], NormConfig] = {}
     general: dict[NormKey, list[NormConfig]] = {}
     for cfg in norm_configs(include_fp8):
+        if cfg.origin == "measured" and not measured:
+            continue
         if cfg.kind == "tuned":
             tuned.setdefault((cfg.key, cfg.hidden_size), cfg)
         else:
@@ -366,13 +368,13 @@ def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def generated_tuned(key: NormKey, cols: int) -> NormConfig | None:
+def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfig | None:
     """A tuned entry for a hidden size TE does not register, or None when none tiles it.
 
     Run-time compilation makes a kernel per hidden size cheap, so any ``cols`` that a nearby TE
     shape (or a close variant) tiles exactly gets its own register-resident kernel.
     """
-    tuned, _ = _index(True)
+    tuned, _ = _index(True, measured)
     base = _nearest_tuned(key, cols, tuned)
     if base is None:
         return None
@@ -410,6 +412,7 @@ def select_norm(
     *,
     allow_tuned: bool = True,
     generate: bool = True,
+    measured: bool = True,
 ) -> NormConfig:
     """Pick the configuration for one call, following TE's rules.
 
@@ -426,17 +429,20 @@ def select_norm(
     generate : bool
         Where TE registers no tuned kernel for ``cols``, generate one (:func:`generated_tuned`)
         under the same alignment and row-count conditions.
+    measured : bool
+        False ignores the measured table (:func:`measured_configs`): TE's choice (tuners and
+        tests compare against it).
 
     Raises
     ------
     UnsupportedError
         When no configuration serves these dtypes; the message lists what is supported.
     """
-    tuned, general = _index(True)
+    tuned, general = _index(True, measured)
     if allow_tuned and alignment >= TUNED_ALIGNMENT and rows % TUNED_ROW_MULTIPLE == 0:
         cfg = tuned.get((key, cols))
         if cfg is None and generate and key in general:
-            cfg = generated_tuned(key, cols)
+            cfg = generated_tuned(key, cols, measured)
         if cfg is not None:
             return cfg
     candidates = general.get(key)

@@ -95,19 +95,7 @@ PREFETCH = (False, True)
 
 def te_select(key: registry.NormKey, cols: int, rows: int) -> registry.NormConfig:
     """The entry the registry picks without the measured table (TE's or a generated one)."""
-    saved = registry.measured_configs
-
-    def clear():
-        for f in (registry.norm_configs, registry._index, registry.generated_tuned):
-            f.cache_clear()
-
-    registry.measured_configs = lambda: ()
-    clear()
-    try:
-        return registry.select_norm(key, cols, rows, 16)
-    finally:
-        registry.measured_configs = saved
-        clear()
+    return registry.select_norm(key, cols, rows, 16, measured=False)
 
 
 def load_refine(path: str) -> dict:

@@ -17,11 +17,9 @@ def test_every_te_registration_is_present_without_fp8():
         resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
     )["entries"]
     non_fp8 = [e for e in raw if not e["output"].startswith("fp8")]
-    assert len(r.norm_configs()) == len(non_fp8)
-    have = {
-        (c.op, c.kind, c.hidden_size, c.weight, c.input, c.output, c.fused_add)
-        for c in r.norm_configs()
-    }
+    te = [c for c in r.norm_configs() if c.origin == "te"]
+    assert len(te) == len(non_fp8)
+    have = {(c.op, c.kind, c.hidden_size, c.weight, c.input, c.output, c.fused_add) for c in te}
     for e in non_fp8:
         key = (
             e["op"],
@@ -42,14 +40,35 @@ def test_fp8_entries_come_in_e4m3_and_e5m2():
 
 
 def test_derived_shape_of_a_tuned_entry():
-    cfg = r.select_norm(BF16, 4096, 16384, 256)
+    cfg = r.select_norm(BF16, 4096, 16384, 256, measured=False)
     assert (cfg.kind, cfg.warps_m, cfg.warps_n, cfg.bytes_per_ldg) == ("tuned", 1, 4, 16)
     assert cfg.threads == 128 and cfg.num_elts == 8 and cfg.cols_per_pass == 1024
+
+
+def test_measured_entries_take_precedence_and_record_their_run():
+    raw = json.loads(
+        resources.files("numba_norms").joinpath("data/measured_norms.json").read_text()
+    )
+    assert raw["source"]["gpu"] and raw["source"]["command"].startswith("python3 perf/tune_norms")
+    measured = r.measured_configs()
+    assert measured and all(c.origin == "measured" and c.kind == "tuned" for c in measured)
+    for c in measured:
+        key = r.NormKey(c.op, c.weight, c.input, c.output)
+        assert r.select_norm(key, c.hidden_size, 16384, 16) == c
+        # misaligned calls or odd row counts still take TE's general path
+        assert r.select_norm(key, c.hidden_size, 16383, 16).kind == "general"
+        te = r.select_norm(key, c.hidden_size, 16384, 16, measured=False)
+        assert te.origin in ("te", "generated") and te != c
+    e4m3 = {(c.op, c.hidden_size) for c in measured if c.output == "fp8e4m3"}
+    assert e4m3 == {(c.op, c.hidden_size) for c in measured if c.output == "fp8e5m2"}
 
 
 @pytest.mark.parametrize(
     "changes, message",
     [
+        (dict(warps_n=64), "exceeds 1024 threads"),
+        (dict(min_ctas_per_sm=17), "exceeds the 2048 threads"),
+        (dict(min_ctas_per_sm=0), "min_ctas_per_sm must be >= 1"),
         (dict(bytes_per_ldg=12), "power of two"),
         (dict(hidden_size=4000), "not a multiple"),
         (dict(op="groupnorm_fwd"), "op: expected"),
@@ -122,13 +141,14 @@ def test_softmax_entries_validate():
 
 def test_generated_tuned_entries_for_sizes_te_does_not_register():
     for cols in (2560, 3584, 7168):
-        cfg = r.select_norm(BF16, cols, 16384, 256)
+        cfg = r.select_norm(BF16, cols, 16384, 256, measured=False)
         assert (cfg.kind, cfg.origin, cfg.hidden_size) == ("tuned", "generated", cols)
         assert cfg.bytes_per_ldg == 16  # a warp split that keeps 16-byte vectors exists
         assert cols % cfg.cols_per_pass == 0
     # RMSNorm sizes beyond TE's six take LayerNorm's neighbouring shape.
-    rms = r.select_norm(r.NormKey("rmsnorm_fwd", "bf16", "bf16", "bf16"), 16384, 64, 256)
-    ln = r.select_norm(BF16, 16384, 64, 256)
+    rms_key = r.NormKey("rmsnorm_fwd", "bf16", "bf16", "bf16")
+    rms = r.select_norm(rms_key, 16384, 64, 256, measured=False)
+    ln = r.select_norm(BF16, 16384, 64, 256, measured=False)
     assert rms.origin == "generated" and (rms.ctas_per_row, rms.warps_n) == (
         ln.ctas_per_row,
         ln.warps_n,
@@ -136,4 +156,7 @@ def test_generated_tuned_entries_for_sizes_te_does_not_register():
     # Odd sizes that nothing tiles stay general; so do unaligned or odd row counts.
     assert r.select_norm(BF16, 5003, 16384, 256).kind == "general"
     assert r.select_norm(BF16, 2560, 16383, 256).kind == "general"
-    assert r.select_norm(BF16, 2560, 16384, 256, generate=False).kind == "general"
+    assert r.select_norm(BF16, 2560, 16384, 256, generate=False, measured=False).kind == "general"
+    # With the measured table, sizes it does not list take a measured neighbour as template.
+    gen = r.select_norm(BF16, 6656, 16384, 256)  # 26 x 256: neither TE nor the sweep has it
+    assert gen.origin == "generated" and 6656 % gen.cols_per_pass == 0
