@@ -167,7 +167,16 @@ def _norm_plan(
         cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False)
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
-    plan = planner.norm_plan(spec, rows, cols, limits, occupancy(spec))
+    try:
+        plan = planner.norm_plan(spec, rows, cols, limits, occupancy(spec))
+    except PlanError:
+        if cfg.origin != "measured":
+            raise
+        # Measured on one backend and GPU; where this kernel cannot be resident (occupancy 0),
+        # TE's entry serves.
+        cfg = registry.select_norm(key, cols, rows, alignment, measured=False)
+        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+        plan = planner.norm_plan(spec, rows, cols, limits, occupancy(spec))
     with _plan_lock:
         _plan_cache[cache_key] = plan
     return plan

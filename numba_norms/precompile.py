@@ -41,17 +41,26 @@ def all_specs(ops: Iterable[str] = tuple(OP_GROUPS)) -> Iterator[tuple[str, bool
     for cfg in registry.norm_configs(include_fp8=True):
         if cfg.op not in wanted:
             continue
-        spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, _LIMITS)
-        if spec.kernel_key not in seen:
-            seen.add(spec.kernel_key)
-            yield cfg.op.split("_")[0], cfg.is_backward, spec
+        # General entries also run with narrower vectors (rows whose pitch or pointers are
+        # less aligned): one kernel per width.
+        for vec in _widths(cfg.num_elts) if cfg.kind == "general" else (cfg.num_elts,):
+            spec = planner.norm_spec(cfg, cfg.hidden_size, vec, _LIMITS)
+            if spec.kernel_key not in seen:
+                seen.add(spec.kernel_key)
+                yield cfg.op.split("_")[0], cfg.is_backward, spec
     for cfg in registry.softmax_configs():
         if cfg.op not in wanted:
             continue
-        spec = planner.softmax_spec(cfg, cfg.max_cols, cfg.num_elts, _LIMITS)
-        if spec.kernel_key not in seen:
-            seen.add(spec.kernel_key)
-            yield "softmax", cfg.is_backward, spec
+        for vec in _widths(cfg.num_elts):
+            spec = planner.softmax_spec(cfg, cfg.max_cols, vec, _LIMITS)
+            if spec.kernel_key not in seen:
+                seen.add(spec.kernel_key)
+                yield "softmax", cfg.is_backward, spec
+
+
+def _widths(n: int) -> tuple[int, ...]:
+    """n, n/2, ..., 1: the vector widths a configuration of n-element vectors may run with."""
+    return tuple(n >> k for k in range(n.bit_length()))
 
 
 def precompile(

@@ -208,6 +208,7 @@ def run(args) -> int:
         "warps_m",
         "warps_n",
         "min_ctas_per_sm",
+        "prefetch",
         "elts_per_thread",
         "regs",
         "occupancy",

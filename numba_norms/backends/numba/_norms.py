@@ -1307,10 +1307,11 @@ def _fp8(spec: NormSpec) -> bool:
     return spec.config.output in FP8_DTYPES
 
 
-def _bounds(spec: NormSpec) -> tuple[int, int] | None:
-    """``launch_bounds`` of the spec's main kernel: the registry entry's register cap."""
-    n = spec.config.min_ctas_per_sm
-    return (spec.threads, n) if n > 1 else None
+def _bounds(spec: NormSpec) -> tuple[int, int]:
+    """``launch_bounds`` of the spec's main kernel: the block size (without it NVVM may take
+    more registers than a 1024-thread block can have: occupancy 0, seen on the H200 for
+    1024-thread entries) and the registry entry's register cap."""
+    return (spec.threads, spec.config.min_ctas_per_sm)
 
 
 def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Compiled | str:
