@@ -33,6 +33,8 @@ DTYPE_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2}
 STAT_SIZE = 4  # mu and rsigma are fp32, one per row
 
 NORM_OPS = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
+# Forward with an FP8 (e4m3) output: y = fp8(normalised * scale), amax updated; 1 byte per y.
+FP8_OPS = ("layernorm_fwd_fp8", "rmsnorm_fwd_fp8")
 # The backward kernel is the same for every softmax variant (masked positions have y == 0), so
 # only the scaled one is timed.
 SOFTMAX_OPS = (
@@ -42,14 +44,15 @@ SOFTMAX_OPS = (
     "upper_triang_softmax_fwd",
     "aligned_causal_softmax_fwd",
 )
-ALL_OPS = NORM_OPS + SOFTMAX_OPS
+ALL_OPS = NORM_OPS + FP8_OPS + SOFTMAX_OPS
 OP_GROUPS = {
     "all": ALL_OPS,
-    "norms": NORM_OPS,
-    "layernorm": NORM_OPS[:2],
-    "rmsnorm": NORM_OPS[2:],
+    "norms": NORM_OPS + FP8_OPS,
+    "layernorm": NORM_OPS[:2] + FP8_OPS[:1],
+    "rmsnorm": NORM_OPS[2:] + FP8_OPS[1:],
+    "fp8": FP8_OPS,
     "softmax": SOFTMAX_OPS,
-    "fwd": tuple(op for op in ALL_OPS if op.endswith("_fwd")),
+    "fwd": tuple(op for op in ALL_OPS if "_fwd" in op),
     "bwd": tuple(op for op in ALL_OPS if op.endswith("_bwd")),
 }
 
@@ -183,7 +186,11 @@ class Case:
 
     @property
     def is_norm(self) -> bool:
-        return self.op in NORM_OPS
+        return self.op in NORM_OPS or self.op in FP8_OPS
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.op in FP8_OPS
 
     @property
     def is_rms(self) -> bool:
@@ -218,6 +225,8 @@ class Case:
         s = self.size
         if self.op.endswith("norm_fwd"):
             return norm_fwd_bytes(self.rows, self.cols, s, s, s, self.is_rms)
+        if self.is_fp8:  # + the scale read and the amax update, 8 bytes: noise
+            return norm_fwd_bytes(self.rows, self.cols, s, 1, s, self.is_rms)
         if self.op.endswith("norm_bwd"):
             return norm_bwd_bytes(self.rows, self.cols, s, s, s, self.is_rms)
         if self.op == "softmax_bwd":
@@ -270,7 +279,7 @@ def build_cases(
         if dtype not in DTYPE_SIZES:
             raise ValueError(f"unknown dtype {dtype!r}; expected {', '.join(DTYPE_SIZES)}")
         for oi, op in enumerate(ops):
-            norm = op in NORM_OPS
+            norm = op in NORM_OPS or op in FP8_OPS
             table = NORM_HIDDEN if norm else SOFTMAX_KEYS
             chosen = tuple(sizes) if sizes else table[shape_set]
             for rank, n in enumerate(chosen):

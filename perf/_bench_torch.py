@@ -13,7 +13,7 @@ import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -27,7 +27,8 @@ MASKED_VALUE = -10000.0  # TE's value for masked positions of scaled_masked_soft
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 # Loose bounds on ||out - ref|| / ||ref|| against an fp32 reference: they catch garbage
 # (unwritten outputs, wrong indexing, wrong formula), not last-bit differences.
-CHECK_TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 3e-2}
+CHECK_TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 3e-2, "fp8": 8e-2}
+FP8_SCALE = 4.0  # FP8 outputs: y = fp8(normalised * FP8_SCALE)
 OUR_IMPLS = ("nvrtc", "numba")
 # torch.cuda._sleep counts SM clock cycles; ~2 GHz is the H200's top clock, so at a lower clock
 # the sleep only lasts longer (which is harmless).
@@ -60,6 +61,9 @@ def make_set(case: Case, seed: int) -> Tensors:
         t["gamma"] = (1.0 + 0.1 * _randn((h,), torch.float32, gen)).to(dt)
         if not case.is_rms:
             t["beta"] = (0.1 * _randn((h,), torch.float32, gen)).to(dt)
+        if case.is_fp8:
+            t["scale"] = torch.full((1,), FP8_SCALE, device=DEVICE)
+            t["amax"] = torch.zeros(1, device=DEVICE)
         if case.is_backward:
             t["dy"] = _randn(shape, dt, gen)
             xf = t["x"].float()
@@ -100,6 +104,8 @@ OUTPUT_NAMES = {
     "layernorm_bwd": ("dx", "dgamma", "dbeta"),
     "rmsnorm_bwd": ("dx", "dgamma"),
     "softmax_bwd": ("dx",),
+    "layernorm_fwd_fp8": ("y", "mu", "rsigma"),
+    "rmsnorm_fwd_fp8": ("y", "rsigma"),
 }
 
 
@@ -110,6 +116,8 @@ def output_names(op: str) -> tuple[str, ...]:
 def output_bytes(case: Case) -> list[int]:
     """Sizes of our outputs in the order our functions allocate them (for poisoning)."""
     big = case.elements * case.size
+    if case.is_fp8:
+        return [case.elements] + [case.rows * 4] * (1 if case.is_rms else 2)
     if case.op.endswith("norm_fwd"):
         return [big] + [case.rows * 4] * (1 if case.is_rms else 2)
     if case.op.endswith("norm_bwd"):
@@ -147,6 +155,16 @@ def ours_runner(case: Case, sets: list[Tensors]) -> Runner:
         fn, keys = nn.layernorm_bwd, ("dy", "x", "mu", "rsigma", "gamma")
     elif op == "rmsnorm_bwd":
         fn, keys = nn.rmsnorm_bwd, ("dy", "x", "rsigma", "gamma")
+    elif case.is_fp8:
+        base = nn.layernorm_fwd if op.startswith("layernorm") else nn.rmsnorm_fwd
+        keys = ("x", "gamma") + (() if case.is_rms else ("beta",)) + ("scale", "amax")
+
+        def fn(*a):
+            *xs, scale, amax = a
+            return base(*xs, EPS, out_dtype=torch.float8_e4m3fn, scale=scale, amax=amax)
+
+        args = [tuple(s[k] for k in keys) for s in sets]
+        return lambda i: fn(*args[i % len(args)])
     elif op == "softmax_fwd":
         fn, keys = nn.scaled_softmax_fwd, ("x",)
     elif op == "softmax_bwd":
@@ -170,6 +188,16 @@ def ours_runner(case: Case, sets: list[Tensors]) -> Runner:
 def torch_function(case: Case) -> tuple[Callable[..., torch.Tensor], tuple[str, ...]]:
     """The torch eager forward of ``case`` and the names of its tensor arguments."""
     op, h = case.op, case.cols
+    if case.is_fp8:  # eager: the norm, then scale, amax and the cast as separate kernels
+        norm, keys = torch_function(replace(case, op=op.removesuffix("_fp8")))
+
+        def fp8(*a):
+            *xs, scale, amax = a
+            y = norm(*xs).float()
+            torch.maximum(amax, y.abs().amax(), out=amax)
+            return (y * scale).to(torch.float8_e4m3fn)
+
+        return fp8, keys + ("scale", "amax")
     if op.startswith("layernorm"):
         return (lambda x, g, b: F.layer_norm(x, (h,), g, b, EPS)), ("x", "gamma", "beta")
     if op.startswith("rmsnorm"):
@@ -302,13 +330,17 @@ def reference(case: Case, s: Tensors) -> dict[str, torch.Tensor]:
         x = s["x"].float()
         g = s["gamma"].float()
         if not case.is_backward:
+            # FP8: y as the kernel stores it, fp8(v * scale), widened (the check's tolerance
+            # covers the one-rounding difference of the fp32 reference)
+            q = (lambda v: (v * FP8_SCALE).to(torch.float8_e4m3fn).float()) if case.is_fp8 else None
             if case.is_rms:
                 rs = torch.rsqrt(x.square().mean(-1) + EPS)
-                return {"y": x * rs[:, None] * g, "rsigma": rs}
+                y = x * rs[:, None] * g
+                return {"y": q(y) if q else y, "rsigma": rs}
             mu = x.mean(-1)
             rs = torch.rsqrt(x.var(-1, unbiased=False) + EPS)
             y = (x - mu[:, None]) * rs[:, None] * g + s["beta"].float()
-            return {"y": y, "mu": mu, "rsigma": rs}
+            return {"y": q(y) if q else y, "mu": mu, "rsigma": rs}
         dy = s["dy"].float()
         rs = s["rsigma"][:, None]
         xhat = x * rs if case.is_rms else (x - s["mu"][:, None]) * rs
@@ -334,9 +366,9 @@ def reference(case: Case, s: Tensors) -> dict[str, torch.Tensor]:
 
 def compare(case: Case, got: dict[str, torch.Tensor], ref: dict[str, torch.Tensor]) -> str:
     """'' when every output is close to the reference, else what is wrong."""
-    tol = CHECK_TOL[case.dtype]
     bad = []
     for name, r in ref.items():
+        tol = CHECK_TOL["fp8" if case.is_fp8 and name == "y" else case.dtype]
         a = got.get(name)
         if a is None:
             continue

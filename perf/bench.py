@@ -387,7 +387,7 @@ def impls_for(run: Run, case: Case) -> list[str]:
     impls += list(run.args.backend_list)
     if run.args.compile and case.cols in run.args.compile_size_list:
         impls.append("torch_compile")
-    if run.liger and case.is_norm:
+    if run.liger and case.is_norm and not case.is_fp8:
         impls.append("liger")
     return impls
 
@@ -630,7 +630,8 @@ def kernel_keys(case: Case, sm_count: int = 132) -> set[tuple]:
         return min(256, pitch & -pitch)
 
     if case.is_norm:
-        key = registry.NormKey(case.op, case.dtype, case.dtype, case.dtype)
+        out = "fp8e4m3" if case.is_fp8 else case.dtype
+        key = registry.NormKey(case.op.removesuffix("_fp8"), case.dtype, case.dtype, out)
         a = align(case.cols * s)
         vec = [(a, s), (256, s)]
         cfg = registry.select_norm(key, case.cols, case.rows, min(a, 256))

@@ -1,0 +1,66 @@
+"""Every entry of the measured table (``data/measured_norms.json``) through the public API.
+
+The sweep that chose these shapes compared each candidate's outputs with TE's entry; here each
+one is checked against the float64 reference, with enough rows that every CTA runs at least two
+row trips (the software pipeline's prefetch of the next row is exercised). Numba runs the
+entries of 512 threads and more (the register-tight ones) and one of each op.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from numba_norms import dispatch, planner, registry
+from tests.conftest import HAS_GPU
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU"),
+]
+api = pytest.importorskip("tests.gpu.test_norms_api_gpu") if HAS_GPU else None
+
+MEASURED = [c for c in registry.measured_configs() if not c.output.startswith("fp8")]
+_first_of_op = {c.op: c for c in reversed(MEASURED)}
+NUMBA = [c for c in MEASURED if c.threads >= 512 or _first_of_op[c.op] is c]
+
+
+def _rows(cfg) -> int:
+    """A few more rows than the NVRTC kernel's resident row groups hold (two trips for some
+    CTAs), a multiple of 4 (tuned entries need it)."""
+    limits = dispatch.device_limits(None)
+    spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, limits)
+    mod = dispatch.backend_module("nvrtc", cfg.op.split("_")[0])
+    occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
+    resident_rows = limits.sm_count * occ // cfg.ctas_per_row * cfg.warps_m
+    return (resident_rows + 8) // 4 * 4
+
+
+def _run(backend, cfg):
+    rows, cols = _rows(cfg), cfg.hidden_size
+    dispatch._plan_cache.clear()
+    dtypes = (cfg.weight, cfg.input, cfg.output)
+    if cfg.op.startswith("layernorm"):
+        api.check_layernorm(backend, rows, cols, *dtypes)
+    else:
+        api.check_rmsnorm(backend, rows, cols, *dtypes)
+    plans = [p for p in dispatch._plan_cache.values() if p.spec.config == cfg]
+    assert plans, f"the measured entry was not used: {cfg}"
+    assert plans[0].row_iterations >= 2 or backend == "numba"
+
+
+def _id(c) -> str:
+    return f"{c.op}-{c.input}-{c.hidden_size}-{c.warps_m}x{c.warps_n}-m{c.min_ctas_per_sm}" + (
+        "-pf" if c.prefetch else ""
+    )
+
+
+@pytest.mark.parametrize("cfg", MEASURED, ids=_id)
+def test_measured_entry_nvrtc(monkeypatch, cfg):
+    monkeypatch.delenv("DISABLE_NVRTC", raising=False)
+    _run("nvrtc", cfg)
+
+
+@pytest.mark.parametrize("cfg", NUMBA, ids=_id)
+def test_measured_entry_numba(monkeypatch, cfg):
+    monkeypatch.setenv("DISABLE_NVRTC", "1")
+    _run("numba", cfg)
