@@ -21,6 +21,7 @@ from numba import cuda
 
 from numba_norms import arrays as A
 from numba_norms.arrays import Call, Tensor, dtype_name, resolve_stream
+from tests.fakes import FakeTorchDevice, make_fake_torch
 
 
 def _device_mode() -> str | None:
@@ -587,84 +588,8 @@ def test_dev_numba_stream_given():
 # ---------------------------------------------------------------------------------------------
 
 
-class _FakeTorchDtype:
-    __module__ = "torch"
-
-    def __init__(self, name, size):
-        self.name, self.size = name, size
-
-    def __str__(self):
-        return f"torch.{self.name}"
-
-
-class _FakeTorchDevice:
-    def __init__(self, type_, index):
-        self.type, self.index = type_, index
-
-    def __str__(self):
-        return self.type if self.index is None else f"{self.type}:{self.index}"
-
-
 def _fake_torch(monkeypatch):
-    import types
-
-    torch = types.ModuleType("torch")
-    for name, size in [
-        ("float32", 4),
-        ("float16", 2),
-        ("bfloat16", 2),
-        ("float8_e4m3fn", 1),
-        ("float8_e5m2", 1),
-        ("uint8", 1),
-        ("bool", 1),
-        ("int64", 8),
-    ]:
-        setattr(torch, name, _FakeTorchDtype(name, size))
-    torch.strided = object()
-    log = []
-
-    class Tensor:
-        __module__ = "torch"
-
-        def __init__(self, shape, strides, dtype, device, ptr):
-            self.shape, self._strides, self.dtype, self.device = shape, strides, dtype, device
-            self._ptr, self.layout = ptr, torch.strided
-            self.is_cuda = device.type == "cuda"
-
-        def data_ptr(self):
-            return self._ptr
-
-        def stride(self):
-            return self._strides
-
-        def get_device(self):
-            return self.device.index if self.is_cuda else -1
-
-        def element_size(self):
-            return self.dtype.size
-
-    class _Ctx:
-        def __init__(self, s):
-            self.s = s
-
-        def __enter__(self):
-            log.append(("enter", self.s))
-
-        def __exit__(self, *exc):
-            log.append(("exit", self.s))
-
-    def empty(shape, dtype, device):
-        log.append(("empty", tuple(shape), dtype, device))
-        return Tensor(tuple(shape), A._c_strides(tuple(shape)), dtype, device, 0x9000)
-
-    torch.Tensor = Tensor
-    torch.empty = empty
-    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda index: 0x1230 + index)
-    torch.cuda = types.SimpleNamespace(
-        ExternalStream=lambda handle, device: ("external", handle),
-        default_stream=lambda device: ("default", device.index),
-        stream=_Ctx,
-    )
+    torch, log = make_fake_torch()
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(A, "_TORCH_DTYPES", {})  # keep the stand-in dtypes out of the real cache
     return torch, log
@@ -672,7 +597,7 @@ def _fake_torch(monkeypatch):
 
 def test_torch_fast_path_with_stand_in(monkeypatch):
     torch, log = _fake_torch(monkeypatch)
-    dev = _FakeTorchDevice("cuda", 0)
+    dev = FakeTorchDevice("cuda", 0)
     x = torch.Tensor((4, 16), (32, 1), torch.bfloat16, dev, 0x7000)
     c = Call()
     t = c.input(x, "x", dtypes=("fp32", "fp16", "bf16"), ndim=2)
@@ -691,14 +616,14 @@ def test_torch_fast_path_with_stand_in(monkeypatch):
     with pytest.raises(TypeError, match="^g: expected dtype one of fp32, bf16; got int64$"):
         c.input(torch.Tensor((16,), (1,), torch.int64, dev, 0x100), "g", dtypes=("fp32", "bf16"))
     with pytest.raises(ValueError, match="^g: torch tensor is on cpu; expected a CUDA tensor$"):
-        c.input(torch.Tensor((16,), (1,), torch.float32, _FakeTorchDevice("cpu", None), 8), "g")
+        c.input(torch.Tensor((16,), (1,), torch.float32, FakeTorchDevice("cpu", None), 8), "g")
     with pytest.raises(ValueError, match="^g is on cuda:1 but x is on cuda:0$"):
-        c.input(torch.Tensor((16,), (1,), torch.float32, _FakeTorchDevice("cuda", 1), 8), "g")
+        c.input(torch.Tensor((16,), (1,), torch.float32, FakeTorchDevice("cuda", 1), 8), "g")
 
 
 def test_torch_outputs_follow_an_explicit_stream(monkeypatch):
     torch, log = _fake_torch(monkeypatch)
-    dev = _FakeTorchDevice("cuda", 0)
+    dev = FakeTorchDevice("cuda", 0)
     x = torch.Tensor((4, 16), (16, 1), torch.float32, dev, 0x7000)
     c = Call(stream=0x4440)
     c.input(x, "x")
