@@ -26,6 +26,27 @@ from .launch import Kernel
 __all__ = ["CompileError", "CompiledModule", "compile", "nvrtc_version", "last_origin"]
 
 _tls = threading.local()
+_core_lock = threading.Lock()
+_core_ready = False
+
+
+def _import_core() -> None:
+    """Import cuda.core and cuda.core.utils once, under a lock.
+
+    cuda.core's package ``__init__`` picks its cu12/cu13 build at import time; a second thread
+    importing it meanwhile saw a half-initialised module (``ImportError: cannot import name
+    'Program'``, two compile threads in a fresh process).
+    """
+    global _core_ready
+    if not _core_ready:
+        with _core_lock:
+            if not _core_ready:
+                import cuda.core  # noqa: F401
+                import cuda.core.utils  # noqa: F401
+
+                _core_ready = True
+
+
 _ARCH_RE = re.compile(r"^(?:sm_)?(\d)(\d+)([af]?)$")
 
 
@@ -417,6 +438,7 @@ def compile(
     options) with an ``extra_digest`` over header contents, defines, name expressions and the
     payload schema version.
     """
+    _import_core()
     names = (name_expressions,) if isinstance(name_expressions, str) else tuple(name_expressions)
     opts = (options,) if isinstance(options, str) else tuple(options)
     if arch is None:

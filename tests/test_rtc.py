@@ -537,6 +537,42 @@ def test_two_processes_fill_one_entry(cache_env, tmp_path):
     assert mod.symbols == outs[0]["symbols"]
 
 
+_COLD_THREADS = r"""
+import sys, threading
+import rtc  # cuda.core not imported yet: the compile threads race on its first import
+src = "extern \"C\" __global__ void k%d(float* p) { p[threadIdx.x] = %d.f; }"
+errors = []
+def work(i):
+    try:
+        rtc.compile(src % (i, i), f"k{i}", arch="sm_80")
+    except Exception as exc:
+        errors.append(repr(exc))
+ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(errors)
+sys.exit(1 if errors else 0)
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_threads_compile_in_a_fresh_process(cache_env, attempt):
+    """The first compiles of a process may run on several threads (precompile's pool)."""
+    assert (
+        "cuda.core"
+        not in subprocess.run(
+            [sys.executable, "-c", "import rtc, sys; print(list(sys.modules))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    ), "rtc imports cuda.core eagerly: this test would not race"
+    p = subprocess.run(
+        [sys.executable, "-c", _COLD_THREADS], capture_output=True, text=True, timeout=300
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # environment queries
 # ---------------------------------------------------------------------------------------------
