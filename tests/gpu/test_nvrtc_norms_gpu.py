@@ -366,9 +366,12 @@ def test_bitwise_identical_repeats(op, cols, kind):
 
 
 def test_kernel_resources():
-    """Registers and local memory of the performance-critical kernels (bf16, 4096 columns)."""
+    """Registers and local memory of TE's bf16 4096 kernels. (Measured entries may spill a few
+    bytes under their register caps and still time fastest: the sweep decides for them.)"""
     for op in ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd"):
-        cfg = _config(op, 4096, "bf16", "bf16", "bf16", kind="tuned")
+        key = registry.NormKey(op, "bf16", "bf16", "bf16")
+        cfg = registry.select_norm(key, 4096, 4, 256, measured=False)
+        assert cfg.kind == "tuned" and cfg.origin == "te"
         _, plan = _plan(cfg, 16384, 4096, cfg.num_elts)
         main, _ = _norms.load(plan.spec)
         assert main.local_bytes == 0, (op, main.local_bytes)
