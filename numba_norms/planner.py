@@ -15,7 +15,7 @@ Pure arithmetic: no backend, no array library, testable with fake devices.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .registry import WARP_SIZE, NormConfig, SoftmaxConfig
 
@@ -37,10 +37,6 @@ __all__ = [
 
 # Every scratch region starts on this boundary so any vector access inside it is aligned.
 SCRATCH_ALIGN = 256
-# General kernels with narrowed (misaligned) vectors hold at most this many elements a thread:
-# at 64 scalar elements a thread the NVRTC LayerNorm forward took 255 registers and spilled 600 B
-# (ptxas -v, sm_90) and ran at 5-10% of the copy ceiling on the H200 (runs 3 and 7, hidden 5003).
-MAX_GENERAL_ELTS = 16
 # Finalize kernel (dgamma/dbeta partial reduction): one thread per column, this many threads.
 FINALIZE_THREADS = 256
 
@@ -171,22 +167,11 @@ def norm_spec(config: NormConfig, cols: int, vec_elts: int, limits: DeviceLimits
         ldgs = cols // (config.ctas_per_row * lanes * num_elts)
         return NormSpec(config, num_elts, ldgs, False, config.ctas_per_row)
     ctas_per_row = math.ceil(cols / config.hidden_size)
-    span = config.hidden_size if ctas_per_row <= limits.max_ctas_per_row else cols
-    if span == cols:
+    if ctas_per_row <= limits.max_ctas_per_row:
+        ldgs = math.ceil(config.hidden_size / (lanes * num_elts))
+    else:
         ctas_per_row = 1
-    if num_elts < config.num_elts:
-        # Narrowed vectors (a misaligned row pitch) multiply the vectors a thread holds; widen
-        # the warp split instead, up to the device's block size.
-        warps_n = config.warps_n
-        while (
-            math.ceil(span / (warps_n * WARP_SIZE * num_elts)) * num_elts > MAX_GENERAL_ELTS
-            and 2 * warps_n * config.warps_m * WARP_SIZE <= limits.max_threads_per_block
-        ):
-            warps_n *= 2
-        if warps_n != config.warps_n:
-            config = replace(config, warps_n=warps_n)
-            lanes = warps_n * WARP_SIZE
-    ldgs = math.ceil(span / (lanes * num_elts))
+        ldgs = math.ceil(cols / (lanes * num_elts))
     return NormSpec(config, num_elts, ldgs, True, ctas_per_row)
 
 

@@ -119,10 +119,18 @@ struct ChanFolder {
   }
 };
 
-// Element counts of the warps of a row (index: warp_n), read from shared memory: a register
-// table of WARPS_N counts lives across the row loop (32 registers at 32 warps: spills).
-struct SharedCounts {
-  const float* c;
+// Element counts of the warps of this CTA's row slice (index: warp_n).
+template <int WARPS_N, int NUM_ELTS, int LDGS, bool GENERAL>
+struct WarpCounts {
+  float c[WARPS_N];
+  __device__ __forceinline__ void init(int cta_n, int col_step, int cols) {
+#pragma unroll
+    for (int w = 0; w < WARPS_N; ++w) {
+      c[w] = GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>((cta_n * WARPS_N + w) * 32 * NUM_ELTS,
+                                                          col_step, cols)
+                     : (float)(LDGS * 32 * NUM_ELTS);
+    }
+  }
   __device__ __forceinline__ float count(int w) const { return c[w]; }
 };
 
@@ -234,14 +242,14 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
 
   const float rn = 1.f / (float)cols;
-  __shared__ float warp_count[WARPS_N];
+  WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL> wcounts;
+  wcounts.init(geo.cta_n, geo.col_step, cols);
+  // (Not wcounts.count(warp_n): a run-time index would put the array in local memory.)
   const float n_warp =
       GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>(geo.col0 - geo.lane * NUM_ELTS, geo.col_step,
                                                     cols)
               : (float)(LDGS * 32 * NUM_ELTS);
-  if (geo.warp_m == 0 && geo.lane == 0) warp_count[geo.warp_n] = n_warp;
-  __syncthreads();  // every thread, before any may leave the row loop
-  ChanFolder<SharedCounts> wchan{{warp_count}, 0.f};
+  ChanFolder<WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> wchan{wcounts, 0.f};
   ChanFolder<CtaCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> cchan{{geo.col_step, cols}, 0.f};
   SumFolder sum;
 
