@@ -217,6 +217,39 @@ class NormConfig:
     def key(self) -> NormKey:
         return NormKey(self.op, self.weight, self.input, self.output, self.fused_add)
 
+    @classmethod
+    def tuned_for(
+        cls,
+        key: NormKey,
+        hidden_size: int,
+        *,
+        ctas_per_row: int,
+        warps_m: int,
+        warps_n: int,
+        bytes_per_ldg: int = 16,
+        origin: str,
+        min_ctas_per_sm: int = 1,
+        prefetch: bool = False,
+    ) -> NormConfig:
+        """A tuned entry for ``key`` made outside TE's table (measured or generated)."""
+        return cls(
+            op=key.op,
+            kind="tuned",
+            hidden_size=hidden_size,
+            weight=key.weight,
+            input=key.input,
+            output=key.output,
+            ctas_per_row=ctas_per_row,
+            warps_m=warps_m,
+            warps_n=warps_n,
+            bytes_per_ldg=bytes_per_ldg,
+            bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
+            fused_add=key.fused_add,
+            origin=origin,
+            min_ctas_per_sm=min_ctas_per_sm,
+            prefetch=prefetch,
+        )
+
 
 def _entry_from_json(raw: dict) -> NormConfig:
     return NormConfig(
@@ -237,18 +270,13 @@ def _entry_from_json(raw: dict) -> NormConfig:
 
 
 def _measured_from_json(raw: dict) -> NormConfig:
-    return NormConfig(
-        op=raw["op"],
-        kind="tuned",
-        hidden_size=int(raw["hidden_size"]),
-        weight=raw["weight"],
-        input=raw["input"],
-        output=raw["output"],
+    return NormConfig.tuned_for(
+        NormKey(raw["op"], raw["weight"], raw["input"], raw["output"]),
+        int(raw["hidden_size"]),
         ctas_per_row=int(raw["ctas_per_row"]),
         warps_m=int(raw["warps_m"]),
         warps_n=int(raw["warps_n"]),
         bytes_per_ldg=int(raw["bytes_per_ldg"]),
-        bytes_per_ldg_final=4 if raw["op"].endswith("_bwd") else 0,
         origin="measured",
         min_ctas_per_sm=int(raw.get("min_ctas_per_sm", 1)),
         prefetch=bool(raw.get("prefetch", False)),
@@ -337,11 +365,21 @@ def is_supported(key: NormKey) -> bool:
     return key in _supported_keys()
 
 
-# Shapes tried, in order, when generating a tuned entry for a hidden size TE does not register:
-# the nearest TE entry's shape first (TE tuned those by measurement), then narrower vectors,
-# then other warp splits. A generated entry must tile the row exactly.
+# Generated tuned entries: 16-byte vectors first (then 8, 4), and the warp split whose slice of
+# the row is nearest to the elements a thread held in the fastest shapes of the H200 sweep
+# (perf/results/2026-11-30-h200-run6, the measured table, bf16/fp16): forward 24-64 (32 most
+# often); backward 8 up to 4096 columns, 8-16 up to 8192, 24-64 beyond (the dgamma/dbeta
+# accumulators take registers too). At most 64: 80 a thread took 255 registers (ptxas, run 4).
 _GEN_BYTES = (16, 8, 4)
-_GEN_WARPS_N = (4, 8, 2, 1)
+_GEN_MAX_ELTS = 64
+_GEN_TARGET_ELTS = {"fwd": ((65536, 32),), "bwd": ((4096, 8), (8192, 16), (65536, 32))}
+
+
+def _target_elts(op: str, cols: int) -> int:
+    for upto, elts in _GEN_TARGET_ELTS[op.rsplit("_", 1)[1]]:
+        if cols <= upto:
+            return elts
+    return 32
 
 
 def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
@@ -369,10 +407,11 @@ def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
 
 @functools.lru_cache(maxsize=1024)
 def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfig | None:
-    """A tuned entry for a hidden size TE does not register, or None when none tiles it.
+    """A tuned entry for a hidden size no table lists, or None when nothing tiles it.
 
-    Run-time compilation makes a kernel per hidden size cheap, so any ``cols`` that a nearby TE
-    shape (or a close variant) tiles exactly gets its own register-resident kernel.
+    Run-time compilation makes a kernel per hidden size cheap, so any ``cols`` that some warp
+    split tiles exactly gets its own register-resident kernel: CTAs per row scaled from the
+    nearest tuned entry (TE's or measured), the warp split from :data:`_GEN_TARGET_ELTS`.
     """
     tuned, _ = _index(True, measured)
     base = _nearest_tuned(key, cols, tuned)
@@ -380,25 +419,33 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
         return None
     size = itemsize(key.input)
     ctas = max(1, round(base.ctas_per_row * cols / base.hidden_size))
-    # 16-byte vectors matter more than keeping the neighbour's warp split.
-    for nbytes in _GEN_BYTES:
-        for warps_n in (base.warps_n,) + tuple(w for w in _GEN_WARPS_N if w != base.warps_n):
-            warps_m = base.warps_m if warps_n == base.warps_n else max(1, 4 // warps_n)
-            if nbytes < size or cols % (ctas * warps_n * WARP_SIZE * (nbytes // size)):
+    target = _target_elts(key.op, cols)
+    for nbytes in _GEN_BYTES:  # 16-byte vectors matter more than the slice size
+        if nbytes < size:
+            continue
+        vec = nbytes // size
+        best = None
+        for warps_n in range(1, MAX_THREADS_PER_BLOCK // WARP_SIZE + 1):
+            lanes = ctas * warps_n * WARP_SIZE
+            if cols % (lanes * vec):
                 continue
-            return NormConfig(
-                op=key.op,
-                kind="tuned",
-                hidden_size=cols,
-                weight=key.weight,
-                input=key.input,
-                output=key.output,
+            elts = cols // lanes
+            if elts > _GEN_MAX_ELTS:
+                continue
+            # nearest to the target by ratio; ties go to fewer warps
+            score = max(elts, target) / min(elts, target)
+            if best is None or score < best[0]:
+                best = (score, warps_n)
+        if best is not None:
+            warps_n = best[1]
+            return NormConfig.tuned_for(
+                key,
+                cols,
                 ctas_per_row=ctas,
-                warps_m=warps_m,
+                # at least 4 warps a CTA; rows shared by CTAs keep one warp row (as TE's)
+                warps_m=max(1, 4 // warps_n) if ctas == 1 else 1,
                 warps_n=warps_n,
                 bytes_per_ldg=nbytes,
-                bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
-                fused_add=key.fused_add,
                 origin="generated",
             )
     return None

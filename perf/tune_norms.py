@@ -73,20 +73,8 @@ def shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]
 
 
 def make_config(key: registry.NormKey, cols: int, ctas: int, wm: int, wn: int, mc: int):
-    return registry.NormConfig(
-        op=key.op,
-        kind="tuned",
-        hidden_size=cols,
-        weight=key.weight,
-        input=key.input,
-        output=key.output,
-        ctas_per_row=ctas,
-        warps_m=wm,
-        warps_n=wn,
-        bytes_per_ldg=16,
-        bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
-        origin="measured",
-        min_ctas_per_sm=mc,
+    return registry.NormConfig.tuned_for(
+        key, cols, ctas_per_row=ctas, warps_m=wm, warps_n=wn, origin="measured", min_ctas_per_sm=mc
     )
 
 

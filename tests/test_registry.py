@@ -145,14 +145,43 @@ def test_generated_tuned_entries_for_sizes_te_does_not_register():
         assert (cfg.kind, cfg.origin, cfg.hidden_size) == ("tuned", "generated", cols)
         assert cfg.bytes_per_ldg == 16  # a warp split that keeps 16-byte vectors exists
         assert cols % cfg.cols_per_pass == 0
-    # RMSNorm sizes beyond TE's six take LayerNorm's neighbouring shape.
+    # RMSNorm sizes beyond TE's six take LayerNorm's neighbouring CTAs per row, and the warp
+    # split that gives a thread the targeted slice (32 elements forward).
     rms_key = r.NormKey("rmsnorm_fwd", "bf16", "bf16", "bf16")
     rms = r.select_norm(rms_key, 16384, 64, 256, measured=False)
     ln = r.select_norm(BF16, 16384, 64, 256, measured=False)
-    assert rms.origin == "generated" and (rms.ctas_per_row, rms.warps_n) == (
-        ln.ctas_per_row,
-        ln.warps_n,
-    )
+    assert rms.origin == "generated" and rms.ctas_per_row == ln.ctas_per_row
+    assert 16384 // (rms.ctas_per_row * rms.warps_n * 32) == 32
+
+
+@pytest.mark.parametrize(
+    "op, cols, elts",
+    [
+        ("layernorm_fwd", 9216, 32),
+        ("layernorm_fwd", 6656, 16),  # 26 x 256: 13 warps (16) beats 2 x 2 warps (104)
+        ("layernorm_bwd", 6656, 16),
+        ("layernorm_bwd", 640, 4),  # 2.5 x 256: 8-byte vectors
+        ("rmsnorm_bwd", 3072, 8),
+    ],
+)
+def test_generated_slice_sizes(op, cols, elts):
+    cfg = r.generated_tuned(r.NormKey(op, "bf16", "bf16", "bf16"), cols, measured=False)
+    assert cfg.origin == "generated" and cols % cfg.cols_per_pass == 0
+    assert cols // (cfg.ctas_per_row * cfg.warps_n * 32) == elts
+    assert cfg.threads >= 128 or cfg.ctas_per_row > 1
+    assert cfg.bytes_per_ldg == (8 if cols == 640 else 16)
+
+
+def test_generated_entries_keep_slices_register_sized():
+    for op in ("layernorm_fwd", "layernorm_bwd"):
+        key = r.NormKey(op, "bf16", "bf16", "bf16")
+        for cols in range(256, 65537, 256):
+            cfg = r.generated_tuned(key, cols, measured=False)
+            if cfg is not None:
+                assert cols // (cfg.ctas_per_row * cfg.warps_n * 32) <= r._GEN_MAX_ELTS, cfg
+
+
+def test_odd_sizes_and_rows_stay_general():
     # Odd sizes that nothing tiles stay general; so do unaligned or odd row counts.
     assert r.select_norm(BF16, 5003, 16384, 256).kind == "general"
     assert r.select_norm(BF16, 2560, 16383, 256).kind == "general"
