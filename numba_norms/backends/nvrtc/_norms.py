@@ -20,7 +20,7 @@ import rtc
 
 from ...planner import NormPlan, NormSpec
 from ..common import NormBwdArgs, NormFwdArgs
-from ._launch import cached_record
+from ._launch import cached_record, current_device, kernel_source
 
 __all__ = [
     "C_TYPES",
@@ -50,18 +50,6 @@ NVRTC_OPTIONS: tuple[str, ...] = ("-minimal",)
 
 _I32 = (np.int32(0), np.int32(1))
 _NULL = 0
-
-_source: str | None = None
-_source_lock = threading.Lock()
-
-
-def _kernel_source() -> str:
-    global _source
-    if _source is None:
-        with _source_lock:
-            if _source is None:
-                _source = (_DIR / "norms.cu").read_text()
-    return _source
 
 
 def _ctype(dtype: str) -> str:
@@ -130,7 +118,7 @@ def compile_spec(
         :func:`backward_names`.
     """
     return rtc.compile(
-        _kernel_source(),
+        kernel_source("norms.cu"),
         _names(spec),
         arch=arch,
         name=f"norms_{spec.op}.cu",
@@ -147,15 +135,6 @@ _kernels: dict[tuple, tuple[Any, Any]] = {}
 _kernels_lock = threading.Lock()
 
 
-def _current_device() -> int:
-    from rtc.device import current_device_ordinal
-
-    dev = current_device_ordinal()
-    if dev is None:
-        raise RuntimeError("no CUDA GPU: NVRTC norm kernels can only be compiled (give arch=)")
-    return dev
-
-
 def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
     """Compile (for the current device) and load the kernels of ``spec``.
 
@@ -165,7 +144,7 @@ def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
         The main kernel and, for backward specs, the finalize kernel.
     """
     if device is None:
-        device = _current_device()
+        device = current_device("NVRTC norm kernels")
     key = (spec.kernel_key, device)
     ks = _kernels.get(key)
     if ks is not None:

@@ -23,7 +23,7 @@ import rtc
 
 from ...planner import RowPlan, SoftmaxSpec
 from ..common import SoftmaxBwdArgs, SoftmaxFwdArgs
-from ._launch import cached_record
+from ._launch import cached_record, current_device, kernel_source
 
 __all__ = [
     "C_TYPES",
@@ -52,18 +52,6 @@ _NULL = 0
 _SINGLE_CTA = {"SOFTMAX_MULTI_CTA": 0}
 _FWD = "softmax_fwd"
 _BWD = "softmax_bwd"
-
-_source: str | None = None
-_source_lock = threading.Lock()
-
-
-def _kernel_source() -> str:
-    global _source
-    if _source is None:
-        with _source_lock:
-            if _source is None:
-                _source = (_DIR / "softmax.cu").read_text()
-    return _source
 
 
 def kernel_name(spec: SoftmaxSpec) -> str:
@@ -107,7 +95,7 @@ def compile_spec(
         Its ``symbols`` hold :func:`kernel_name` of ``spec``.
     """
     return rtc.compile(
-        _kernel_source(),
+        kernel_source("softmax.cu"),
         (kernel_name(spec),),
         arch=arch,
         name=f"{spec.op}.cu",
@@ -125,15 +113,6 @@ _kernels: dict[tuple, Any] = {}
 _kernels_lock = threading.Lock()
 
 
-def _current_device() -> int:
-    from rtc.device import current_device_ordinal
-
-    dev = current_device_ordinal()
-    if dev is None:
-        raise RuntimeError("no CUDA GPU: NVRTC softmax kernels can only be compiled (give arch=)")
-    return dev
-
-
 def load(spec: SoftmaxSpec, device: int | None = None) -> Any:
     """Compile (for the current device) and load the kernel of ``spec``.
 
@@ -142,7 +121,7 @@ def load(spec: SoftmaxSpec, device: int | None = None) -> Any:
     rtc.Kernel
     """
     if device is None:
-        device = _current_device()
+        device = current_device("NVRTC softmax kernels")
     key = (spec.kernel_key, _multi(spec), device)
     k = _kernels.get(key)
     if k is not None:
