@@ -37,15 +37,6 @@ SHAPES = [(64, 4096), (37, 1000), (8, 65536)]
 EPS = 1e-5
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request, monkeypatch):
-    if request.param == "numba":
-        monkeypatch.setenv("DISABLE_NVRTC", "1")
-    else:
-        monkeypatch.delenv("DISABLE_NVRTC", raising=False)
-    return request.param
-
-
 def inputs(op: str, rows: int, cols: int, dtype: str, seed: int):
     rng = np.random.default_rng(seed)
     x = (rng.standard_normal((rows, cols)) * 2.0 + 0.5).astype(NP[dtype])

@@ -30,15 +30,6 @@ RMS_TUNED = sorted(
 )
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request, monkeypatch):
-    if request.param == "numba":
-        monkeypatch.setenv("DISABLE_NVRTC", "1")
-    else:
-        monkeypatch.delenv("DISABLE_NVRTC", raising=False)
-    return request.param
-
-
 def T(a, dtype):
     return torch.as_tensor(np.asarray(a, np.float32)).to("cuda", getattr(torch, TORCH[dtype]))
 

@@ -18,7 +18,7 @@ import pytest
 from numba import cuda
 
 import rtc
-from numba_norms import planner, registry
+from numba_norms import dispatch, planner, registry
 from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
 from numba_norms.backends.nvrtc import softmax as nv
 from tests.conftest import HAS_GPU
@@ -37,18 +37,7 @@ TOL = {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}
 SCALE = 0.37
 
 
-def _limits() -> planner.DeviceLimits:
-    info = rtc.device_info()
-    return planner.DeviceLimits(
-        sm_count=info.sm_count,
-        max_threads_per_block=info.max_threads_per_block,
-        max_shared_per_block_optin=info.max_shared_per_block_optin,
-        cooperative=bool(info.cooperative_launch),
-        name=info.name,
-    )
-
-
-LIMITS = _limits()
+LIMITS = dispatch.device_limits(None)  # the real device's (the simulator is off here)
 
 
 class DevTensor:

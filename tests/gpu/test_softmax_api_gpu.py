@@ -22,15 +22,6 @@ DTYPES = ["fp32", "fp16", "bf16"]
 KEYS = [1, 7, 32, 128, 1000, 2048, 4097, 16384, 32768, 131072]
 
 
-@pytest.fixture(params=["nvrtc", "numba"])
-def backend(request, monkeypatch):
-    if request.param == "numba":
-        monkeypatch.setenv("DISABLE_NVRTC", "1")
-    else:
-        monkeypatch.delenv("DISABLE_NVRTC", raising=False)
-    return request.param
-
-
 def T(a, dtype):
     return torch.as_tensor(np.asarray(a, np.float32)).to("cuda", getattr(torch, TORCH[dtype]))
 
