@@ -26,17 +26,18 @@ from numba_norms import planner, registry
 from numba_norms import reference as ref
 from numba_norms.backends.common import NormFwdArgs
 from numba_norms.backends.nvrtc import _norms, layernorm, rmsnorm
-from numba_norms.planner import DeviceLimits, NormSpec, norm_spec
+from numba_norms.planner import NormSpec, norm_spec
 from tests.test_nvrtc_norms import (
     FWD_SIGNATURE,
+    H200,
     FakeTensor,
+    _all_specs,
     _kind,
     _matches,
     _matrix,
     _Recorder,
 )
 
-H200 = DeviceLimits(sm_count=132, name="H200 (planning only)")
 MODULES = {"layernorm": layernorm, "rmsnorm": rmsnorm}
 FP8 = ("fp8e4m3", "fp8e5m2")
 CUH = Path(_norms.__file__).resolve().parent / "norms.cuh"
@@ -46,25 +47,7 @@ def _fp8_configs() -> list[registry.NormConfig]:
     return [c for c in registry.norm_configs(include_fp8=True) if c.output in FP8]
 
 
-def _ragged_vec(cfg: registry.NormConfig, cols: int) -> int:
-    pitch = cols * registry.itemsize(cfg.input)
-    return planner.vector_elements([(pitch & -pitch, registry.itemsize(cfg.input))], cfg.num_elts)
-
-
-def _all_specs() -> list[NormSpec]:
-    seen: dict[tuple, NormSpec] = {}
-    for cfg in _fp8_configs():
-        shapes = [(cfg.hidden_size, cfg.num_elts)]
-        if cfg.kind == "general":
-            ragged = cfg.hidden_size + 2
-            shapes += [(ragged, _ragged_vec(cfg, ragged)), (cfg.hidden_size, 1)]
-        for cols, vec in shapes:
-            spec = norm_spec(cfg, cols, vec, H200)
-            seen.setdefault(spec.kernel_key, spec)
-    return list(seen.values())
-
-
-ALL_SPECS = _all_specs()
+ALL_SPECS = _all_specs(_fp8_configs())
 
 
 def _find(op, kind, hidden, dt, out, *, cols=None, vec=None) -> NormSpec:

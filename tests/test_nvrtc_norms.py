@@ -33,9 +33,11 @@ def _ragged_vec(cfg: registry.NormConfig, cols: int) -> int:
     return planner.vector_elements([(pitch & -pitch, registry.itemsize(cfg.input))], cfg.num_elts)
 
 
-def _all_specs() -> list[NormSpec]:
+def _all_specs(configs=None) -> list[NormSpec]:
+    """One spec per distinct kernel of ``configs`` (default: every non-FP8 entry): each entry at
+    its own width, general ones also ragged (narrower vectors) and with scalar accesses."""
     seen: dict[tuple, NormSpec] = {}
-    for cfg in registry.norm_configs():
+    for cfg in registry.norm_configs() if configs is None else configs:
         shapes = [(cfg.hidden_size, cfg.num_elts)]
         if cfg.kind == "general":
             ragged = cfg.hidden_size + 2
