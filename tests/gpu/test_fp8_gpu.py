@@ -13,6 +13,8 @@ e5m2, fp32 / fp16 / bf16 inputs.
 
 from __future__ import annotations
 
+import dataclasses
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ if not HAS_GPU or SIMULATOR:
     pytest.skip("needs a CUDA GPU (and no simulator)", allow_module_level=True)
 
 import numba_norms as nn  # noqa: E402
+from numba_norms import dispatch, registry  # noqa: E402
 from numba_norms import reference as ref  # noqa: E402
 
 BACKENDS = ["nvrtc", "numba"]
@@ -54,6 +57,25 @@ def forward(backend: str, op: str, x, g, b, **kw):
     return y
 
 
+def fp32_on_fp8_plan(monkeypatch, out: str) -> None:
+    """Make fp32-output forwards run on the launch shape the ``out`` FP8 forward uses.
+
+    The measured table picks launch shapes per output dtype; another shape reduces a row in
+    another order and moves the last bit of the fp32 output, so the bit-exact comparisons below
+    need both outputs from one shape (the FP8 output differs only in its epilogue).
+    """
+    select = registry.select_norm
+
+    def same_shape(key, cols, rows, alignment, **kw):
+        if key.op.endswith("_fwd") and key.output == "fp32":
+            cfg = select(dataclasses.replace(key, output=out), cols, rows, alignment, **kw)
+            return dataclasses.replace(cfg, output="fp32")
+        return select(key, cols, rows, alignment, **kw)
+
+    monkeypatch.setattr(registry, "select_norm", same_shape)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+
+
 def reference(op: str, x, g, b) -> np.ndarray:
     if op == "layernorm":
         return ref.layernorm_fwd(x, g, b, EPS)[0]
@@ -79,7 +101,8 @@ def fp8_call(backend, op, x, g, b, out, scale_value):
 @pytest.mark.parametrize("out", FP8)
 @pytest.mark.parametrize("rows, cols", SHAPES)
 @pytest.mark.parametrize("op", OPS)
-def test_fp32_inputs_bit_exact(backend, op, rows, cols, out):
+def test_fp32_inputs_bit_exact(monkeypatch, backend, op, rows, cols, out):
+    fp32_on_fp8_plan(monkeypatch, out)
     x, g, b = inputs(op, rows, cols, "fp32", cols + rows)
     y32 = forward(backend, op, x, g, b)
     y, amax, scale_inv, scale = fp8_call(backend, op, x, g, b, out, 3.0)
@@ -120,6 +143,7 @@ def test_backends_agree(monkeypatch, op, rows, cols, out):
     The fp32 math of the two backends need not agree to the last bit (e.g. ``rsqrtf`` against
     ``1 / sqrtf``); given the same fp32 value, both must produce the same FP8 byte.
     """
+    fp32_on_fp8_plan(monkeypatch, out)
     x, g, b = inputs(op, rows, cols, "fp32", cols)
     res = {}
     for name in BACKENDS:
