@@ -2,9 +2,9 @@
 """Host cost of one public call: where the microseconds go.
 
 Default (no GPU needed): torch tensors are stand-ins (tests/fakes.py), the NVRTC kernels are
-never loaded and ``rtc.launch`` records its arguments instead of calling the driver. What remains
-is everything numba-norms itself does per call: argument checks, dtype/alignment, outputs (the
-stand-in torch.empty is nearly free), plan lookup, launch-record lookup, argument marshalling.
+never loaded and the driver under ``rtc.Launcher`` returns at once. What remains is everything
+numba-norms itself does per call: argument checks, dtype/alignment, outputs (the stand-in
+torch.empty is nearly free), plan lookup, launch-record lookup, packing the parameter block.
 
 ``--real`` (GPU, torch): the same calls on real CUDA tensors, timed and profiled, so the
 stand-in's figure can be compared with what torch and the driver add.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import os
 import pstats
 import sys
@@ -31,21 +32,32 @@ def _stand_ins():
 
     torch, _ = make_fake_torch()
     sys.modules["torch"] = torch
-    import rtc
     from numba_norms import arrays, dispatch, planner
     from numba_norms.backends.nvrtc import _norms, softmax
 
     arrays._TORCH_DTYPES.clear()
     dispatch._limits_cache[0] = planner.DeviceLimits(sm_count=132, name="stand-in H200")
-    _norms.load = lambda spec, device=None: (None, None)
+    _norms.load = lambda spec, device=None: (0xA1, 0xF1)  # "addresses" for rtc.Launcher
     _norms.occupancy = lambda spec: 4
-    softmax.load = lambda spec, device=None: None
+    softmax.load = lambda spec, device=None: 0xB1
     softmax.occupancy_forward = softmax.occupancy_backward = lambda spec: 4
+    rtc_launch = importlib.import_module("rtc.launch")
+    rtc_launch._core()
 
-    def launch(kernel, grid, block, *args, stream=None, cooperative=False):
-        return None
+    class Driver:  # the driver entry points rtc.Launcher calls, returning at once
+        def cuCtxGetCurrent(self):
+            return 0, 1
 
-    rtc.launch = launch
+        def cuLaunchKernel(self, *args):
+            return (0,)
+
+        def cuLaunchCooperativeKernel(self, *args):
+            return (0,)
+
+        def cuMemsetD32Async(self, *args):
+            return (0,)
+
+    rtc_launch._driver = Driver()
     dev = FakeTorchDevice("cuda", 0)
 
     def tensor(*shape, dtype):

@@ -24,13 +24,14 @@ from .cache import (
 )
 from .compiler import CompiledModule, CompileError, compile, last_origin, nvrtc_version
 from .device import DeviceInfo, device_info, driver_version, has_gpu
-from .launch import Kernel, as_stream, launch, memset_d32_async
+from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async
 
 __all__ = [
     "CompileError",
     "CompiledModule",
     "DeviceInfo",
     "Kernel",
+    "Launcher",
     "as_stream",
     "cache_dir",
     "cache_entries",

@@ -7,10 +7,12 @@ opt-in, stream wrapping, occupancy) is cached on first use.
 
 from __future__ import annotations
 
+import ctypes
+import struct
 import threading
 from typing import Any
 
-__all__ = ["Kernel", "as_stream", "launch", "memset_d32_async"]
+__all__ = ["Kernel", "Launcher", "as_stream", "launch", "memset_d32_async"]
 
 # Bound lazily by _core(): importing cuda.core costs ~0.2 s, which `import rtc` should not pay.
 _Stream: Any = None
@@ -303,6 +305,113 @@ def launch(
     else:
         s = as_stream(stream)
     _cc_launch(s, cfg, kernel.handle, *args)
+
+
+# Parameter codes of :class:`Launcher`: struct format of the value (each parameter gets its own
+# 8-byte slot; the driver reads only the size the kernel declares from the slot's start).
+_PARAM_CODES = {"P": "Q", "q": "q", "Q": "Q", "i": "i4x", "I": "I4x", "f": "f4x", "d": "d"}
+
+
+class Launcher:
+    """One kernel with a fixed launch shape and parameter layout: the hot-path launch.
+
+    Where :func:`launch` converts its arguments on every call (through ``cuda.core``), a
+    launcher packs them with one ``struct.pack_into`` into a parameter block it owns and calls
+    ``cuLaunchKernel`` (or ``cuLaunchCooperativeKernel``) with that block's address.
+
+    Parameters
+    ----------
+    function : Kernel or int
+        An :class:`rtc.Kernel`, or the address of a ``CUfunction`` / ``CUkernel`` loaded in the
+        primary context of ``device`` (e.g. a Numba-compiled kernel).
+    grid, block : int or tuple of int
+        Launch dimensions.
+    params : str
+        One code per kernel parameter, in order: ``P`` pointer, ``q`` / ``Q`` 64-bit integer,
+        ``i`` / ``I`` 32-bit integer, ``f`` float, ``d`` double.
+    shared_mem : int
+        Dynamic shared memory per block in bytes.
+    cooperative : bool
+        Launch cooperatively (all blocks co-resident).
+    device : int, optional
+        Device of ``function`` when it is an address (an :class:`rtc.Kernel` knows its own).
+
+    Notes
+    -----
+    Thread-safe: the block is filled and handed to the driver under a lock (the driver copies
+    the values before the launch call returns).
+    """
+
+    __slots__ = (
+        "_fn", "_grid", "_block", "_smem", "_coop", "_device", "_struct", "_buf", "_ptrs",
+        "_addr", "_lock", "params", "name",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        function: Kernel | int,
+        grid: int | tuple,
+        block: int | tuple,
+        params: str,
+        *,
+        shared_mem: int = 0,
+        cooperative: bool = False,
+        device: int | None = None,
+    ) -> None:
+        _core()
+        bad = sorted(set(params) - set(_PARAM_CODES))
+        if bad:
+            raise ValueError(
+                f"params: unknown codes {bad}; expected some of {''.join(_PARAM_CODES)}"
+            )
+        if isinstance(function, Kernel):
+            if shared_mem > function._smem_limit:
+                function.set_max_dynamic_shared_memory(shared_mem)
+            self._fn = int(function.handle.handle)
+            self._device = function.device
+            self.name = function.name
+        else:
+            self._fn = int(function)
+            self._device = device
+            self.name = hex(self._fn)
+        g = (grid, 1, 1) if isinstance(grid, int) else tuple(int(v) for v in grid) + (1, 1)
+        b = (block, 1, 1) if isinstance(block, int) else tuple(int(v) for v in block) + (1, 1)
+        self._grid, self._block = g[:3], b[:3]
+        self._smem = int(shared_mem)
+        self._coop = bool(cooperative)
+        self.params = params
+        self._struct = struct.Struct("=" + "".join(_PARAM_CODES[c] for c in params))
+        n = len(params)
+        self._buf = ctypes.create_string_buffer(max(8 * n, 8))
+        base = ctypes.addressof(self._buf)
+        self._ptrs = (ctypes.c_void_p * max(n, 1))(*(base + 8 * i for i in range(n)))
+        self._addr = ctypes.addressof(self._ptrs) if n else 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"<rtc.Launcher {self.name} grid={self._grid} block={self._block} "
+            f"params={self.params!r}{' cooperative' if self._coop else ''}>"
+        )
+
+    def __call__(self, stream: int, *args: Any) -> None:
+        """Launch on ``stream`` (a raw ``CUstream`` handle, 0 the legacy default stream) with
+        ``args``, one per parameter code (pointers as ints)."""
+        if getattr(_tls, "device", None) != self._device:
+            ensure_context(self._device)
+        (gx, gy, gz), (bx, by, bz) = self._grid, self._block
+        with self._lock:
+            self._struct.pack_into(self._buf, 0, *args)
+            if self._coop:
+                err = _driver.cuLaunchCooperativeKernel(
+                    self._fn, gx, gy, gz, bx, by, bz, self._smem, stream, self._addr
+                )[0]
+            else:
+                err = _driver.cuLaunchKernel(
+                    self._fn, gx, gy, gz, bx, by, bz, self._smem, stream, self._addr, 0
+                )[0]
+        if int(err) != 0:
+            raise RuntimeError(f"launch of {self.name} failed: {getattr(err, 'name', err)}")
 
 
 def ensure_context(device: int | None = None) -> None:

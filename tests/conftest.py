@@ -10,6 +10,7 @@ import pytest
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1"
 
 from numba_norms.reference import TOLERANCE  # noqa: E402  (one table for tests and `check`)
+from tests.fakes import FakeDriver  # noqa: E402
 
 
 def _has_gpu() -> bool:
@@ -43,3 +44,28 @@ def assert_close(actual, expected, dtype: str, *, scale: float = 1.0, what: str 
     assert a.shape == e.shape, f"{what}: shape {a.shape} != {e.shape}"
     assert not np.isnan(a).any(), f"{what}: NaN in result"
     np.testing.assert_allclose(a, e, atol=atol * scale, rtol=rtol * scale, err_msg=what)
+
+
+class _NormLaunches(FakeDriver):
+    """Launches of the NVRTC norm launchers (fake driver) and their barrier memsets."""
+
+    MAIN, FINALIZE = 0xA1, 0xF1  # kernel "addresses" the faked load hands to rtc.Launcher
+
+    def __init__(self) -> None:
+        super().__init__({self.MAIN: "MAIN", self.FINALIZE: "FINALIZE"})
+        self.memsets: list[tuple] = []
+
+    def memset(self, ptr, value, count, stream):
+        self.memsets.append((ptr, value, count, stream))
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    """NVRTC norm launches recorded without a GPU: ``launches`` and ``memsets``."""
+    from numba_norms.backends.nvrtc import _norms
+
+    rec = _NormLaunches().install(monkeypatch)
+    monkeypatch.setattr(_norms, "_memset", rec.memset)
+    monkeypatch.setattr(_norms, "load", lambda spec, device=None: (rec.MAIN, rec.FINALIZE))
+    monkeypatch.setattr(_norms, "_launches", {})
+    return rec

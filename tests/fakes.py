@@ -7,11 +7,72 @@ it in ``sys.modules["torch"]`` (and clears ``numba_norms.arrays._TORCH_DTYPES``)
 
 from __future__ import annotations
 
+import ctypes
+import importlib
+import struct
 import types
+
+import numpy as np
 
 from numba_norms import arrays as A
 
-__all__ = ["FakeTorchDevice", "FakeTorchDtype", "make_fake_torch"]
+__all__ = ["FakeDriver", "FakeTorchDevice", "FakeTorchDtype", "make_fake_torch"]
+
+# What a parameter block's slot decodes to: np.int32 / np.float32 for 4-byte parameters, int for
+# pointers and 64-bit integers (tests tell the kinds apart by type).
+_DECODE = {"P": ("Q", int), "q": ("q", int), "Q": ("Q", int), "i": ("i", np.int32),
+           "I": ("I", np.uint32), "f": ("f", np.float32), "d": ("d", float)}  # fmt: skip
+
+
+class FakeDriver:
+    """Stands in for the CUDA driver under :class:`rtc.Launcher` (no GPU needed).
+
+    ``install`` swaps it in for ``rtc.launch``'s driver module; each launch is recorded as
+    ``(label, grid, block, args, stream, cooperative)`` with ``args`` decoded from the parameter
+    block the launcher packed, so a test sees exactly the bytes a kernel would receive.
+    """
+
+    def __init__(self, labels: dict[int, str] | None = None) -> None:
+        self.labels = labels or {}
+        self.launches: list[tuple] = []
+        self._codes: dict[int, str] = {}
+
+    def install(self, monkeypatch) -> FakeDriver:
+        L = importlib.import_module("rtc.launch")  # `rtc.launch` is also the function
+        L._core()
+        monkeypatch.setattr(L, "_driver", self)
+        init = L.Launcher.__init__
+        codes = self._codes
+
+        def recording_init(launcher, *args, **kw):
+            init(launcher, *args, **kw)
+            codes[launcher._addr] = launcher.params
+
+        monkeypatch.setattr(L.Launcher, "__init__", recording_init)
+        return self
+
+    def cuCtxGetCurrent(self):
+        return 0, 1
+
+    def _record(self, fn, grid, block, stream, addr, cooperative) -> tuple:
+        codes = self._codes[addr]
+        slots = (ctypes.c_void_p * len(codes)).from_address(addr) if codes else ()
+        args = []
+        for code, slot in zip(codes, slots):
+            fmt, kind = _DECODE[code]
+            args.append(
+                kind(struct.unpack("=" + fmt, ctypes.string_at(slot, struct.calcsize(fmt)))[0])
+            )
+        self.launches.append(
+            (self.labels.get(fn, fn), grid, block, tuple(args), stream, cooperative)
+        )
+        return (0,)
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        return self._record(fn, (gx, gy, gz), (bx, by, bz), stream, params, False)
+
+    def cuLaunchCooperativeKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params):
+        return self._record(fn, (gx, gy, gz), (bx, by, bz), stream, params, True)
 
 
 class FakeTorchDtype:

@@ -513,6 +513,38 @@ def ptx_count(ptx: str, pattern: str) -> int:
     return len(re.findall(pattern, ptx))
 
 
+# PTX parameter types each rtc.Launcher code may be declared as.
+_PTX_TYPES = {"P": {"u64", "b64"}, "q": {"u64", "s64", "b64"}, "i": {"u32", "s32", "b32"},
+              "f": {"f32"}}  # fmt: skip
+
+
+def assert_entry_layouts(ptx: str, *layouts: str) -> None:
+    """The ``.entry`` points of ``ptx``, in order, take exactly the parameters ``layouts`` name
+    (what rtc.Launcher packs for them)."""
+    entries = re.findall(r"\.entry\s+\S+\s*\((.*?)\)", ptx, re.S)
+    assert len(entries) == len(layouts)
+    for params, layout in zip(entries, layouts):
+        declared = re.findall(r"\.param\s+\.(\w+)", params)
+        assert len(declared) == len(layout), (declared, layout)
+        assert all(t in _PTX_TYPES[c] for t, c in zip(declared, layout)), (declared, layout)
+
+
+@needs_compiler
+@pytest.mark.parametrize("op", ["layernorm_fwd", "rmsnorm_bwd"])
+def test_ptx_parameters_match_the_launcher_layouts(op):
+    from numba_norms.backends.common import (
+        NORM_BWD_PARAMS,
+        NORM_FINALIZE_PARAMS,
+        NORM_FWD_PARAMS,
+    )
+
+    ptx = compile_ptx(find_spec(op, "tuned", 4096, BF16))
+    if op.endswith("_bwd"):
+        assert_entry_layouts(ptx, NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS)
+    else:
+        assert_entry_layouts(ptx, NORM_FWD_PARAMS)
+
+
 @needs_compiler
 def test_ptx_tuned_forward_vectorised_in_registers_not_cooperative():
     spec = find_spec("layernorm_fwd", "tuned", 4096, BF16)

@@ -348,6 +348,15 @@ def test_ptx_of_bf16_1024_forward():
 
 
 @ptx_only
+def test_ptx_parameters_match_the_launcher_layouts():
+    from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
+    from tests.test_numba_norms import assert_entry_layouts
+
+    assert_entry_layouts(_ptx(_spec("softmax_fwd", "masked", "bf16", 1024)), SOFTMAX_FWD_PARAMS)
+    assert_entry_layouts(_ptx(_spec("softmax_bwd", "scaled", "fp16", 2048)), SOFTMAX_BWD_PARAMS)
+
+
+@ptx_only
 def test_ptx_of_multi_cta_forward():
     spec = _spec("softmax_fwd", "masked", "fp16", 65536)
     assert spec.ctas_per_row == 4

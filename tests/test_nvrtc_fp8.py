@@ -35,7 +35,6 @@ from tests.test_nvrtc_norms import (
     _kind,
     _matches,
     _matrix,
-    _Recorder,
 )
 
 MODULES = {"layernorm": layernorm, "rmsnorm": rmsnorm}
@@ -242,16 +241,6 @@ def test_software_conversion_matches_ml_dtypes(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # launcher
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def recorder(monkeypatch):
-    rec = _Recorder()
-    monkeypatch.setattr(_norms.rtc, "launch", rec.launch)
-    monkeypatch.setattr(_norms, "_memset", rec.memset)
-    monkeypatch.setattr(_norms, "load", lambda spec, device=None: ("MAIN", "FINALIZE"))
-    monkeypatch.setattr(_norms, "_launches", {})
-    return rec
 
 
 @pytest.mark.parametrize("with_outputs", [True, False])

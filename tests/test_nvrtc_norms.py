@@ -5,7 +5,7 @@ own hidden size with full-width vectors; general entries also for a ragged size 
 allows 2-element vectors) and with ``vec_elts=1`` (a misaligned call). Specs are deduplicated on
 ``spec.kernel_key``. The full sweep is ``slow``; an unmarked subset covers each op, kind, dtype
 family, multi-CTA rows, the fused add and every vector width. The launchers are checked against
-the kernel signatures of docs/design.md with a fake ``rtc.launch``.
+the kernel signatures of docs/design.md with a fake driver under ``rtc.Launcher``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,20 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import rtc
 from numba_norms import planner, registry
-from numba_norms.backends.common import NormBwdArgs, NormFwdArgs
+from numba_norms.backends.common import (
+    NORM_BWD_PARAMS,
+    NORM_FINALIZE_PARAMS,
+    NORM_FWD_PARAMS,
+    NormBwdArgs,
+    NormFwdArgs,
+)
 from numba_norms.backends.nvrtc import _norms, layernorm, rmsnorm
 from numba_norms.planner import DeviceLimits, NormSpec, norm_spec
 
@@ -248,7 +255,7 @@ def test_broken_template_argument_raises_compile_error():
 
 
 # ------------------------------------------------------------------------------------------------
-# launchers, against the kernel signatures of docs/design.md (fake rtc.launch, no GPU)
+# launchers, against the kernel signatures of docs/design.md (fake driver, no GPU)
 # ------------------------------------------------------------------------------------------------
 
 P, I32, I64, F32 = "ptr", "i32", "i64", "f32"
@@ -283,28 +290,6 @@ class FakeTensor:
 
     def rows_cols(self):
         return self.shape[0], self.shape[-1], self.strides[0]
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.launches: list[tuple] = []
-        self.memsets: list[tuple] = []
-
-    def launch(self, kernel, grid, block, *args, stream=None, shared_mem=0, cooperative=False):
-        self.launches.append((kernel, grid, block, args, stream, cooperative))
-
-    def memset(self, ptr, value, count, stream):
-        self.memsets.append((ptr, value, count, stream))
-
-
-@pytest.fixture
-def recorder(monkeypatch):
-    rec = _Recorder()
-    monkeypatch.setattr(_norms.rtc, "launch", rec.launch)
-    monkeypatch.setattr(_norms, "_memset", rec.memset)
-    monkeypatch.setattr(_norms, "load", lambda spec, device=None: ("MAIN", "FINALIZE"))
-    monkeypatch.setattr(_norms, "_launches", {})
-    return rec
 
 
 def _matrix(ptr, rows, cols, dtype, pitch=None):
@@ -400,3 +385,29 @@ def test_launch_host_overhead(recorder):
         layernorm.forward(plan, args, 0)
     per_call = (time.perf_counter() - t) / n
     assert per_call < 50e-6, per_call  # generous: shared CI machines
+
+
+def _source_params(source: str, kernel: str) -> str:
+    """Launcher parameter codes read off a kernel's parameter list in CUDA C source."""
+    m = re.search(rf"\b{kernel}\(([^)]*)\)\s*\{{", source)
+    assert m, kernel
+    codes = ""
+    for param in m.group(1).split(","):
+        decl = " ".join(param.split()[:-1])  # the type, without the parameter name
+        if "*" in param:
+            codes += "P"
+        else:
+            codes += {"int": "i", "long long": "q", "float": "f"}[decl]
+    return codes
+
+
+def test_launcher_layouts_match_the_kernel_source():
+    src = (Path(_norms.__file__).parent / "norms.cu").read_text()
+    assert _source_params(src, "norm_fwd") == NORM_FWD_PARAMS
+    assert _source_params(src, "norm_bwd") == NORM_BWD_PARAMS
+    assert _source_params(src, "norm_bwd_finalize") == NORM_FINALIZE_PARAMS
+    # and the signatures these launcher tests check values against
+    kinds = {P: "P", I32: "i", I64: "q", F32: "f"}
+    assert "".join(kinds[k] for k in FWD_SIGNATURE) == NORM_FWD_PARAMS
+    assert "".join(kinds[k] for k in BWD_SIGNATURE) == NORM_BWD_PARAMS
+    assert "".join(kinds[k] for k in FINALIZE_SIGNATURE) == NORM_FINALIZE_PARAMS

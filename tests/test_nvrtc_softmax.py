@@ -13,6 +13,7 @@ The ``slow`` tests at the end also run the kernels' CUDA C on the CPU through a 
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import re
 import shutil
 import struct
@@ -24,6 +25,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
 from numba_norms.backends.nvrtc import softmax as nv_softmax
 from numba_norms.planner import DeviceLimits, SoftmaxSpec, softmax_spec
 from numba_norms.registry import softmax_configs
@@ -568,3 +570,49 @@ def test_emulated_backward(emu_dir, case):
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
     assert np.all(dx[:, cols:] == 0), "padding written"
+
+
+def test_launcher_layouts_match_the_kernel_source():
+    from tests.test_nvrtc_norms import _source_params
+
+    src = (Path(nv_softmax.__file__).parent / "softmax.cu").read_text()
+    assert _source_params(src, "softmax_fwd") == SOFTMAX_FWD_PARAMS
+    assert _source_params(src, "softmax_bwd") == SOFTMAX_BWD_PARAMS
+
+
+@dataclasses.dataclass
+class _T:
+    ptr: int
+    shape: tuple
+    strides: tuple
+    device: int = 0
+
+
+def test_recorded_launches(monkeypatch):
+    """The parameter blocks the forward and backward launchers hand to the driver (fake)."""
+    from numba_norms import planner
+    from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
+    from numba_norms.registry import select_softmax
+    from tests.fakes import FakeDriver
+
+    drv = FakeDriver({0xB1: "KERNEL"}).install(monkeypatch)
+    monkeypatch.setattr(nv_softmax, "load", lambda spec, device=None: 0xB1)
+    monkeypatch.setattr(nv_softmax, "_launches", {})
+    rows, cols, sq = 64, 1024, 16
+    cfg = select_softmax("softmax_fwd", "masked", "bf16", cols)
+    spec = softmax_spec(cfg, cols, cfg.num_elts, H200)
+    plan = planner.softmax_plan(spec, rows, cols, H200, 4)
+    x, y = _T(0x1000, (4, sq, cols), (sq * cols, cols, 1)), _T(0x2000, (rows, cols), (cols + 8, 1))
+    mask = _T(0x3000, (sq, cols), (cols, 1))
+    nv_softmax.forward(plan, SoftmaxFwdArgs(x, y, mask, 0.125, sq, 4, 1), 9)
+    (label, grid, block, a, stream, coop) = drv.launches[-1]
+    assert (label, grid, block, stream, coop) == ("KERNEL", plan.grid, plan.block, 9, False)
+    assert a == (0x1000, 0x3000, 0x2000, rows, cols, cols, cols + 8, cols, sq, 4, 1, 0.125, 0, 0)
+    assert [type(v) for v in a[3:5] + a[8:12]] == [np.int32] * 5 + [np.float32]
+    cfg = select_softmax("softmax_bwd", "scaled", "bf16", cols)
+    spec = softmax_spec(cfg, cols, cfg.num_elts, H200)
+    plan = planner.softmax_plan(spec, rows, cols, H200, 4)
+    dy, dx = _T(0x4000, (rows, cols), (cols, 1)), _T(0x5000, (rows, cols), (cols, 1))
+    nv_softmax.backward(plan, SoftmaxBwdArgs(dy, y, dx, 2.0), 0)
+    a = drv.launches[-1][3]
+    assert a == (0x4000, 0x2000, 0x5000, rows, cols, cols, cols + 8, cols, 2.0, 0, 0)

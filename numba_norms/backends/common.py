@@ -10,7 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NormBwdArgs", "NormFwdArgs", "SoftmaxBwdArgs", "SoftmaxFwdArgs"]
+__all__ = [
+    "NORM_BWD_PARAMS",
+    "NORM_FINALIZE_PARAMS",
+    "NORM_FWD_PARAMS",
+    "NormBwdArgs",
+    "NormFwdArgs",
+    "SOFTMAX_BWD_PARAMS",
+    "SOFTMAX_FWD_PARAMS",
+    "SoftmaxBwdArgs",
+    "SoftmaxFwdArgs",
+]
+
+# Parameter layouts of the kernels, the same in both backends (``rtc.Launcher`` codes:
+# P pointer, i int32, q int64, f float32); tests check them against the CUDA C source and the
+# Numba signatures.
+NORM_FWD_PARAMS = "PPPPPPiiqqfiPPPPP"
+NORM_BWD_PARAMS = "PPPPPPPPPiiqqqqiPP"
+NORM_FINALIZE_PARAMS = "PPPPii"
+SOFTMAX_FWD_PARAMS = "PPPiiqqqiiifPP"
+SOFTMAX_BWD_PARAMS = "PPPiiqqqfPP"
 
 
 @dataclass

@@ -44,6 +44,7 @@ from numba.cuda import config as _numba_cuda_config
 from numba.cuda import types
 
 from ...planner import NormPlan, NormSpec
+from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 
 __all__ = [
     "SIMULATOR",
@@ -1216,6 +1217,21 @@ class _Compiled:
         self.kernel = kernel  # numba-cuda _Kernel (GPU) or the simulator's kernel
         self.cooperative = cooperative
 
+    def launcher(self, grid: tuple, block: tuple, params: str, cooperative: bool) -> Any:
+        """An :class:`rtc.Launcher` of this kernel's loaded function (GPU only).
+
+        numba-cuda's own launch converts every argument through its type system (tens of
+        microseconds a call); the kernels take raw pointers and scalars only, so rtc's
+        pre-packed launch serves them as it serves the NVRTC kernels.
+        """
+        import rtc
+
+        cufunc = self.kernel._codelibrary.get_cufunc()
+        device = cuda.get_current_device().id
+        coop = cooperative or self.cooperative
+        fn = int(cufunc.handle)
+        return rtc.Launcher(fn, grid, block, params, cooperative=coop, device=device)
+
 
 _LOCK = threading.RLock()
 _CACHE: dict[tuple, _Compiled] = {}
@@ -1421,19 +1437,6 @@ def occupancy_backward(spec: NormSpec) -> int:
 # Launch
 # ---------------------------------------------------------------------------------------------
 
-_STREAMS: dict[int, Any] = {}
-
-
-def _stream(handle: Any) -> Any:
-    """Numba stream object of a raw ``CUstream`` handle (cached; 0 is the default stream)."""
-    if not isinstance(handle, int):
-        return handle  # already a stream object
-    s = _STREAMS.get(handle)
-    if s is None:
-        s = cuda.default_stream() if handle == 0 else cuda.external_stream(handle)
-        _STREAMS[handle] = s
-    return s
-
 
 def _handle(stream: Any) -> int:
     if isinstance(stream, int):
@@ -1483,6 +1486,7 @@ class _Launch:
 
     __slots__ = (
         "plan", "main", "fin", "grid", "block", "multi", "fgrid", "fblock", "fp8", "_amax_main",
+        "_launchers",
     )  # fmt: skip
 
     def __init__(self, plan: NormPlan) -> None:
@@ -1500,6 +1504,19 @@ class _Launch:
         self.fblock = tuple(plan.finalize_block)
         self.fp8 = _fp8(spec)
         self._amax_main = None
+        self._launchers: dict[int, Any] = {}
+
+    def launcher(self, compiled: _Compiled) -> Any:
+        """The :class:`rtc.Launcher` of ``compiled`` (main, amax variant or finalize)."""
+        hit = self._launchers.get(id(compiled))
+        if hit is None:
+            if compiled is self.fin:
+                hit = compiled.launcher(self.fgrid, self.fblock, NORM_FINALIZE_PARAMS, False)
+            else:
+                params = NORM_BWD_PARAMS if self.plan.spec.config.is_backward else NORM_FWD_PARAMS
+                hit = compiled.launcher(self.grid, self.block, params, self.plan.cooperative)
+            self._launchers[id(compiled)] = hit
+        return hit
 
     def forward_kernel(self, amax: bool) -> _Compiled:
         """The forward kernel for a call with (``amax``) or without an amax array."""
@@ -1583,13 +1600,11 @@ def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
         base = _scratch_base(args, plan)
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
         _memset_barrier(barrier, plan.ctas_per_col, stream)
-    kern.kernel.launch(
-        (
-            _ptr(args.x), _ptr(args.gamma), _ptr(args.beta), _ptr(args.y), _ptr(args.mu),
-            _ptr(args.rsigma), plan.rows, plan.cols, _row_stride(args.x), _row_stride(args.y),
-            float(args.eps), zc, stats, barrier, _ptr(scale), _ptr(amax), _ptr(scale_inv),
-        ),
-        rec.grid, rec.block, _stream(stream), 0,
+    rec.launcher(kern)(
+        _handle(stream),
+        _ptr(args.x), _ptr(args.gamma), _ptr(args.beta), _ptr(args.y), _ptr(args.mu),
+        _ptr(args.rsigma), plan.rows, plan.cols, _row_stride(args.x), _row_stride(args.y),
+        args.eps, zc, stats, barrier, _ptr(scale), _ptr(amax), _ptr(scale_inv),
     )  # fmt: skip
 
 
@@ -1630,25 +1645,22 @@ def backward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
         )
         return
     base = _scratch_base(args, plan)
-    st = _stream(stream)
+    st = _handle(stream)
     stats = barrier = 0
     if rec.multi:
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
         _memset_barrier(barrier, plan.ctas_per_col, stream)
     dgp = base + plan.partial_offset
     dbp = base + plan.dbeta_partial_offset if has_beta else 0
-    rec.main.kernel.launch(
-        (
-            _ptr(args.dy), _ptr(args.x), _ptr(args.mu), _ptr(args.rsigma), _ptr(args.gamma),
-            _ptr(args.dx), _ptr(add), dgp, dbp, rows, cols, _row_stride(args.dy),
-            _row_stride(args.x), _row_stride(args.dx), _row_stride(add), zc, stats, barrier,
-        ),
-        rec.grid, rec.block, st, 0,
+    rec.launcher(rec.main)(
+        st,
+        _ptr(args.dy), _ptr(args.x), _ptr(args.mu), _ptr(args.rsigma), _ptr(args.gamma),
+        _ptr(args.dx), _ptr(add), dgp, dbp, rows, cols, _row_stride(args.dy),
+        _row_stride(args.x), _row_stride(args.dx), _row_stride(add), zc, stats, barrier,
     )  # fmt: skip
-    rec.fin.kernel.launch(
-        (dgp, dbp, _ptr(args.dgamma), _ptr(args.dbeta), plan.partial_rows, cols),
-        rec.fgrid, rec.fblock, st, 0,
-    )  # fmt: skip
+    rec.launcher(rec.fin)(
+        st, dgp, dbp, _ptr(args.dgamma), _ptr(args.dbeta), plan.partial_rows, cols
+    )
 
 
 # --- simulator views: flat NumPy arrays over the tensors' memory ------------------------------

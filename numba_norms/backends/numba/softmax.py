@@ -28,9 +28,9 @@ import numpy as np
 from numba import cuda, types
 
 from ...planner import RowPlan, SoftmaxSpec
-from ..common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _rowops as ro
-from ._norms import _memset_barrier, _stream  # shared host helpers (raw handle -> Numba)
+from ._norms import _memset_barrier  # shared host helper
 
 __all__ = [
     "SIM_OCCUPANCY",
@@ -382,15 +382,15 @@ def _pyfunc(spec: SoftmaxSpec):
 
 
 class _Compiled:
-    """One compiled kernel: the Numba dispatcher, its single overload and a cooperative twin."""
+    """One compiled kernel: the Numba dispatcher, its single overload and its launchers."""
 
-    __slots__ = ("dispatcher", "kernel", "threads", "_coop")
+    __slots__ = ("dispatcher", "kernel", "threads", "_launchers")
 
     def __init__(self, dispatcher: Any, threads: int) -> None:
         self.dispatcher = dispatcher
         self.threads = threads
         self.kernel = None if ro.SIM else next(iter(dispatcher.overloads.values()))
-        self._coop = None
+        self._launchers: dict[tuple, Any] = {}
 
     def occupancy(self) -> int:
         """Max resident CTAs per SM on the current device."""
@@ -400,27 +400,27 @@ class _Compiled:
         ctx = cuda.current_context()
         return int(ctx.get_active_blocks_per_multiprocessor(cufunc, self.threads, 0))
 
-    def launch(self, args: tuple, plan: RowPlan, stream: Any) -> None:
+    def launch(self, args: tuple, plan: RowPlan, stream: int) -> None:
+        """Launch on the raw ``CUstream`` handle ``stream`` through an :class:`rtc.Launcher`
+        (the kernels take raw pointers and scalars: no Numba argument conversion per call)."""
         if ro.SIM:
             self.dispatcher[plan.grid, plan.block](*args)
             return
-        kernel = self.kernel
-        if plan.cooperative:
-            # numba-cuda launches cooperatively only kernels whose code uses grid groups
-            # (cg.this_grid(), which also makes it link cudadevrt), and reads that flag only
-            # when it launches, to build cuda.core's LaunchConfig(is_cooperative=...). Our
-            # kernels synchronise through their own atomic barrier and need only co-residency
-            # of the CTAs, a property of the launch rather than of the code. So a shallow clone
-            # of the compiled kernel with the flag set launches the same CUfunction through
-            # cuLaunchKernelEx with the cooperative attribute, without a second compilation;
-            # the original object stays non-cooperative for ctas_per_row == 1.
-            kernel = self._coop
-            if kernel is None:
-                kernel = object.__new__(type(self.kernel))
-                kernel.__dict__.update(self.kernel.__dict__)
-                kernel.cooperative = True
-                self._coop = kernel
-        kernel.launch(args, plan.grid, plan.block, stream, 0)
+        key = (plan.grid, plan.block, plan.cooperative)
+        fire = self._launchers.get(key)
+        if fire is None:
+            import rtc
+
+            fn = int(self.kernel.library.get_cufunc().handle)
+            params = SOFTMAX_BWD_PARAMS if plan.spec.op == "softmax_bwd" else SOFTMAX_FWD_PARAMS
+            device = cuda.get_current_device().id
+            # Several CTAs a row synchronise through their own atomic barrier and need only
+            # co-residency: a property of the launch, not of the code.
+            fire = rtc.Launcher(
+                fn, plan.grid, plan.block, params, cooperative=plan.cooperative, device=device
+            )
+            self._launchers[key] = fire
+        fire(stream, *args)
 
 
 _cache: dict[tuple, Any] = {}
@@ -561,26 +561,6 @@ def _sim_flat(t: Any, n: int, storage: np.dtype) -> Any:
     return FakeCUDAArray(flat)
 
 
-_core_streams: dict[int, Any] = {}
-
-
-def _launch_stream(handle: int) -> Any:
-    """The stream object Numba's launch path hands to cuda.core, for a raw handle (cached)."""
-    s = _core_streams.get(handle)
-    if s is None:
-        s = _stream(handle)  # Numba stream: default for 0, else external_stream (cached)
-        try:  # what Numba's own dispatcher passes to _Kernel.launch
-            from numba.cuda.cudadrv.driver import _to_core_stream
-
-            s = _to_core_stream(s)
-        except ImportError:  # older numba-cuda: cuda.core accepts __cuda_stream__ objects
-            pass
-        if len(_core_streams) > 64:
-            _core_streams.clear()
-        _core_streams[handle] = s
-    return s
-
-
 def _rows_arg(t: Any, rows: int, cols: int, storage: np.dtype, ne: int, name: str):
     """(kernel argument, row stride) for ``rows`` x ``cols`` rows of ``t``, after checking the
     layout and the alignment the kernel's ``ne``-element vectors need."""
@@ -649,7 +629,7 @@ def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
         (x, mask, y, rows, cols, xs, ys, ms, sq, heads, mask_batch, float(args.scale), stats,
          barrier),
         plan,
-        0 if ro.SIM else _launch_stream(stream),
+        stream,
     )  # fmt: skip
 
 
@@ -666,5 +646,5 @@ def backward(plan: RowPlan, args: SoftmaxBwdArgs, stream: int) -> None:
     kern.launch(
         (dy, y, dx, rows, cols, dys, ys, dxs, float(args.scale), stats, barrier),
         plan,
-        0 if ro.SIM else _launch_stream(stream),
+        stream,
     )

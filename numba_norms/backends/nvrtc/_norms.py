@@ -3,9 +3,9 @@
 A :class:`~numba_norms.planner.NormSpec` maps to C++ name expressions of the kernel templates;
 :func:`compile_spec` compiles them through :func:`rtc.compile` (with this package directory as
 the include path, so ``norms.cuh`` is found and is part of the cache key). Loaded kernels are
-cached per ``(spec.kernel_key, device)``; launch records (kernels, grids, int32 constants,
+cached per ``(spec.kernel_key, device)``; launch records (an :class:`rtc.Launcher` per kernel,
 scratch offsets) are cached per plan object, so a call costs a dict lookup, a few attribute
-reads and the ``rtc.launch`` calls.
+reads and the launcher calls.
 """
 
 from __future__ import annotations
@@ -14,12 +14,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import rtc
 
 from ...planner import NormPlan, NormSpec
-from ..common import NormBwdArgs, NormFwdArgs
+from ..common import (
+    NORM_BWD_PARAMS,
+    NORM_FINALIZE_PARAMS,
+    NORM_FWD_PARAMS,
+    NormBwdArgs,
+    NormFwdArgs,
+)
 from ._launch import cached_record, current_device, kernel_source
 
 __all__ = [
@@ -48,7 +52,6 @@ C_TYPES = {
 # -minimal drops the runtime API declarations NVRTC would otherwise parse (~15 ms a compile).
 NVRTC_OPTIONS: tuple[str, ...] = ("-minimal",)
 
-_I32 = (np.int32(0), np.int32(1))
 _NULL = 0
 
 
@@ -197,45 +200,34 @@ def occupancy_op(spec: NormSpec, op: str) -> int:
 
 
 class _Launch:
-    """Everything a launch of one plan needs that does not change between calls."""
+    """Everything a launch of one plan needs that does not change between calls: the loaded
+    kernels wrapped in :class:`rtc.Launcher` (grid, block, parameter layout fixed)."""
 
     __slots__ = (
-        "plan",
-        "main",
-        "finalize",
-        "grid",
-        "block",
-        "cooperative",
-        "rows",
-        "cols",
-        "barrier_offset",
-        "barrier_count",
-        "stats_offset",
-        "multi",
-        "partial_offset",
-        "dbeta_partial_offset",
-        "partial_rows",
-        "finalize_grid",
-        "finalize_block",
-    )
+        "plan", "main", "finalize", "rows", "cols", "barrier_offset", "barrier_count",
+        "stats_offset", "multi", "partial_offset", "dbeta_partial_offset", "partial_rows",
+    )  # fmt: skip
 
     def __init__(self, plan: NormPlan, device: int) -> None:
         self.plan = plan  # keeps id(plan) from being reused while this record is cached
-        self.main, self.finalize = load(plan.spec, device)
-        self.grid = tuple(plan.grid)
-        self.block = tuple(plan.block)
-        self.cooperative = bool(plan.cooperative)
-        self.rows = np.int32(plan.rows)
-        self.cols = np.int32(plan.cols)
+        main, finalize = load(plan.spec, device)
+        params = NORM_BWD_PARAMS if plan.spec.config.is_backward else NORM_FWD_PARAMS
+        self.main = rtc.Launcher(
+            main, tuple(plan.grid), tuple(plan.block), params, cooperative=bool(plan.cooperative)
+        )
+        self.finalize = None
+        if finalize is not None:
+            fgrid, fblock = tuple(plan.finalize_grid), tuple(plan.finalize_block)
+            self.finalize = rtc.Launcher(finalize, fgrid, fblock, NORM_FINALIZE_PARAMS)
+        self.rows = plan.rows
+        self.cols = plan.cols
         self.multi = plan.ctas_per_row > 1
         self.barrier_offset = plan.barrier_offset
         self.barrier_count = plan.barrier_bytes // 4
         self.stats_offset = plan.stats_offset
         self.partial_offset = plan.partial_offset
         self.dbeta_partial_offset = plan.dbeta_partial_offset
-        self.partial_rows = np.int32(plan.partial_rows)
-        self.finalize_grid = tuple(plan.finalize_grid)
-        self.finalize_block = tuple(plan.finalize_block)
+        self.partial_rows = plan.partial_rows
 
 
 _launches: dict[tuple[int, int], _Launch] = {}
@@ -276,13 +268,10 @@ def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:
     x = args.x
     rec = _launch_record(plan, x.device)
     stats, barrier, _ = _scratch_ptrs(rec, args.scratch, stream)
-    beta = args.beta
-    mu = args.mu
+    beta, mu = args.beta, args.mu
     scale, amax, scale_inv = args.scale, args.amax, args.scale_inv
-    rtc.launch(
-        rec.main,
-        rec.grid,
-        rec.block,
+    rec.main(
+        stream,
         x.ptr,
         args.gamma.ptr,
         _NULL if beta is None else beta.ptr,
@@ -293,15 +282,13 @@ def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:
         rec.cols,
         _row_stride(x),
         _row_stride(args.y),
-        np.float32(args.eps),
-        _I32[1 if args.zero_centered else 0],
+        args.eps,
+        1 if args.zero_centered else 0,
         stats,
         barrier,
         _NULL if scale is None else scale.ptr,
         _NULL if amax is None else amax.ptr,
         _NULL if scale_inv is None else scale_inv.ptr,
-        stream=stream,
-        cooperative=rec.cooperative,
     )
 
 
@@ -315,12 +302,9 @@ def backward(plan: NormPlan, args: NormBwdArgs, stream: int) -> None:
     dgamma_part = base + rec.partial_offset
     has_beta = args.dbeta is not None
     dbeta_part = base + rec.dbeta_partial_offset if has_beta else _NULL
-    add = args.add
-    mu = args.mu
-    rtc.launch(
-        rec.main,
-        rec.grid,
-        rec.block,
+    add, mu = args.add, args.mu
+    rec.main(
+        stream,
         args.dy.ptr,
         x.ptr,
         _NULL if mu is None else mu.ptr,
@@ -336,21 +320,16 @@ def backward(plan: NormPlan, args: NormBwdArgs, stream: int) -> None:
         _row_stride(x),
         _row_stride(args.dx),
         0 if add is None else _row_stride(add),
-        _I32[1 if args.zero_centered else 0],
+        1 if args.zero_centered else 0,
         stats,
         barrier,
-        stream=stream,
-        cooperative=rec.cooperative,
     )
-    rtc.launch(
-        rec.finalize,
-        rec.finalize_grid,
-        rec.finalize_block,
+    rec.finalize(
+        stream,
         dgamma_part,
         dbeta_part,
         args.dgamma.ptr,
         _NULL if not has_beta else args.dbeta.ptr,
         rec.partial_rows,
         rec.cols,
-        stream=stream,
     )

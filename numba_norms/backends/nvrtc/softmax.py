@@ -6,8 +6,8 @@ A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
 package directory as the include path (so the headers are part of the cache key). Specs with one
 CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA exchange: faster to compile),
 others with the full kernel. Loaded kernels are cached per ``(spec.kernel_key, several CTAs a
-row, device)`` and launch records (kernel, grid, int32 constants) per plan object, so a call costs
-a dict lookup, a few attribute reads and one ``rtc.launch`` (plus a barrier memset when a row
+row, device)`` and launch records (an :class:`rtc.Launcher`) per plan object, so a call costs
+a dict lookup, a few attribute reads and one launcher call (plus a barrier memset when a row
 spans several CTAs).
 """
 
@@ -17,12 +17,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import rtc
 
 from ...planner import RowPlan, SoftmaxSpec
-from ..common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
 from ._launch import cached_record, current_device, kernel_source
 
 __all__ = [
@@ -184,30 +182,26 @@ def occupancy_backward(spec: SoftmaxSpec) -> int:
 
 
 class _Launch:
-    """Everything a launch of one plan needs that does not change between calls."""
+    """Everything a launch of one plan needs that does not change between calls: the loaded
+    kernel wrapped in an :class:`rtc.Launcher` (grid, block, parameter layout fixed)."""
 
     __slots__ = (
-        "plan",
-        "kernel",
-        "grid",
-        "block",
-        "cooperative",
-        "rows",
-        "cols",
-        "multi",
-        "barrier_offset",
-        "barrier_count",
+        "plan", "kernel", "rows", "cols", "multi", "barrier_offset", "barrier_count",
         "stats_offset",
-    )
+    )  # fmt: skip
 
     def __init__(self, plan: RowPlan, device: int) -> None:
         self.plan = plan  # keeps id(plan) from being reused while this record is cached
-        self.kernel = load(plan.spec, device)
-        self.grid = tuple(plan.grid)
-        self.block = tuple(plan.block)
-        self.cooperative = bool(plan.cooperative)
-        self.rows = np.int32(plan.rows)
-        self.cols = np.int32(plan.cols)
+        params = SOFTMAX_BWD_PARAMS if plan.spec.op == _BWD else SOFTMAX_FWD_PARAMS
+        self.kernel = rtc.Launcher(
+            load(plan.spec, device),
+            tuple(plan.grid),
+            tuple(plan.block),
+            params,
+            cooperative=bool(plan.cooperative),
+        )
+        self.rows = plan.rows
+        self.cols = plan.cols
         self.multi = plan.barrier_bytes > 0
         self.barrier_offset = plan.barrier_offset
         self.barrier_count = plan.barrier_bytes // 4
@@ -221,7 +215,7 @@ def _launch_record(plan: RowPlan, device: int) -> _Launch:
     return cached_record(_launches, _Launch, plan, device)
 
 
-def _row_stride(t: Any) -> np.int64:
+def _row_stride(t: Any) -> int:
     """Row pitch in elements: the stride of the innermost leading dimension longer than 1.
 
     The ops layer has already checked (``rows_cols``) that the leading dimensions flatten to one
@@ -229,8 +223,8 @@ def _row_stride(t: Any) -> np.int64:
     """
     shape = t.shape
     if len(shape) >= 2 and shape[-2] != 1:
-        return np.int64(t.strides[-2])
-    return np.int64(t.rows_cols()[2])
+        return t.strides[-2]
+    return t.rows_cols()[2]
 
 
 # Zeroes the inter-CTA barrier counters on the launch stream (a module attribute: tests fake it).
@@ -255,10 +249,8 @@ def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
     rec = _launch_record(plan, x.device)
     stats, barrier = _scratch_ptrs(rec, args.scratch, stream)
     mask = args.mask
-    rtc.launch(
-        rec.kernel,
-        rec.grid,
-        rec.block,
+    rec.kernel(
+        stream,
         x.ptr,
         _NULL if mask is None else mask.ptr,
         args.y.ptr,
@@ -266,15 +258,13 @@ def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
         rec.cols,
         _row_stride(x),
         _row_stride(args.y),
-        np.int64(0) if mask is None else _row_stride(mask),
-        np.int32(args.sq),
-        np.int32(args.heads),
-        np.int32(args.mask_batch),
-        np.float32(args.scale),
+        0 if mask is None else _row_stride(mask),
+        args.sq,
+        args.heads,
+        args.mask_batch,
+        args.scale,
         stats,
         barrier,
-        stream=stream,
-        cooperative=rec.cooperative,
     )
 
 
@@ -283,10 +273,8 @@ def backward(plan: RowPlan, args: SoftmaxBwdArgs, stream: int) -> None:
     y = args.y
     rec = _launch_record(plan, y.device)
     stats, barrier = _scratch_ptrs(rec, args.scratch, stream)
-    rtc.launch(
-        rec.kernel,
-        rec.grid,
-        rec.block,
+    rec.kernel(
+        stream,
         args.dy.ptr,
         y.ptr,
         args.dx.ptr,
@@ -295,9 +283,7 @@ def backward(plan: RowPlan, args: SoftmaxBwdArgs, stream: int) -> None:
         _row_stride(args.dy),
         _row_stride(y),
         _row_stride(args.dx),
-        np.float32(args.scale),
+        args.scale,
         stats,
         barrier,
-        stream=stream,
-        cooperative=rec.cooperative,
     )
