@@ -150,7 +150,7 @@ def _measure(phase: str, backend: str, case: Case) -> None:
         fn(0)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
-        origin = rtc.last_origin() if backend == "nvrtc" else ""
+        origin = rtc.last_origin()  # NVRTC modules and the Numba backend's cubins
         st1 = rtc.stats()
         used = nn.last_backend()
         warm = float("inf")

@@ -22,7 +22,14 @@ from .cache import (
     reset_stats,
     stats,
 )
-from .compiler import CompiledModule, CompileError, compile, last_origin, nvrtc_version
+from .compiler import (
+    CompiledModule,
+    CompileError,
+    cached_cubin,
+    compile,
+    last_origin,
+    nvrtc_version,
+)
 from .device import DeviceInfo, device_info, driver_version, has_gpu
 from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async
 
@@ -34,6 +41,7 @@ __all__ = [
     "Launcher",
     "as_stream",
     "cache_dir",
+    "cached_cubin",
     "cache_entries",
     "cache_size_bytes",
     "clear_cache",

@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +23,14 @@ from ._options import parse_nvrtc_flags
 from .device import current_device_ordinal, device_info
 from .launch import Kernel
 
-__all__ = ["CompileError", "CompiledModule", "compile", "nvrtc_version", "last_origin"]
+__all__ = [
+    "CompileError",
+    "CompiledModule",
+    "cached_cubin",
+    "compile",
+    "last_origin",
+    "nvrtc_version",
+]
 
 _tls = threading.local()
 _core_lock = threading.Lock()
@@ -602,6 +609,90 @@ def _build(
         _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, log))
     return CompiledModule(
         arch=arch, cubin=cubin, symbols=symbols, log=log, name=name, origin="compiled"
+    )
+
+
+def cached_cubin(
+    key: Sequence[str],
+    build: Callable[[], tuple[bytes, dict[str, str]]],
+    *,
+    arch: str,
+    name: str = "external",
+) -> CompiledModule:
+    """A cubin made outside NVRTC (e.g. by Numba), kept in rtc's in-process and disk caches.
+
+    Parameters
+    ----------
+    key : sequence of str
+        Identifies what ``build`` makes: its inputs and the versions of the tools behind it.
+        With ``arch`` it forms the cache key; change it whenever the cubin could change.
+    build : callable
+        Called on a miss (once per key even under concurrent calls); returns the cubin (ELF
+        bytes) and its symbol map (name -> mangled entry name).
+    arch : str
+        Target architecture of the cubin, e.g. ``"sm_90"``.
+    name : str
+        Module name (in messages).
+
+    Returns
+    -------
+    CompiledModule
+        ``origin`` ``"compiled"`` (built now) or ``"disk"``; :func:`last_origin` also reports
+        ``"memory"``.
+    """
+    _import_core()
+    arch = _normalize_arch(arch)
+    parts = tuple(str(k) for k in key)
+    mkey = ("cubin", arch, parts)
+    mod = _cache.memory_get(mkey)
+    if mod is not None:
+        _cache._bump("memory_hits")
+        _tls.origin = "memory"
+        return mod
+    lock = _cache.key_lock(mkey)
+    try:
+        with lock:
+            mod = _cache.memory_get(mkey)
+            if mod is not None:
+                _cache._bump("memory_hits")
+                origin = "memory"
+            else:
+                mod = _load_or_build(parts, build, arch, name)
+                origin = mod.origin
+                _cache.memory_put(mkey, mod)
+    finally:
+        _cache.release_key_lock(mkey, lock)
+    _tls.origin = origin
+    return mod
+
+
+def _load_or_build(parts: tuple[str, ...], build: Callable, arch: str, name: str) -> CompiledModule:
+    disk = _cache._disk_cache()
+    blob = "\0".join(("rtc-external-cubin", str(_cache.SCHEMA_VERSION), arch) + parts)
+    dkey = hashlib.sha256(blob.encode()).digest()
+    if disk is not None:
+        data = _cache.disk_get(disk, dkey)
+        if data is None:
+            _cache._bump("disk_misses")
+        else:
+            try:
+                cubin, symbols, log = _cache.decode_payload(data, ())
+            except ValueError:
+                _cache._bump("disk_corrupt")  # rebuilt and overwritten below
+            else:
+                _cache._bump("disk_hits")
+                return CompiledModule(
+                    arch=arch, cubin=cubin, symbols=symbols, log=log, name=name, origin="disk"
+                )
+    cubin, symbols = build()
+    cubin = bytes(cubin)
+    if not cubin.startswith(b"\x7fELF"):
+        raise ValueError(f"{name}: build() did not return a cubin (ELF image)")
+    symbols = {str(k): str(v) for k, v in symbols.items()}
+    if disk is not None:
+        _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, ""))
+    return CompiledModule(
+        arch=arch, cubin=cubin, symbols=symbols, log="", name=name, origin="compiled"
     )
 
 

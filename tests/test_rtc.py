@@ -316,6 +316,36 @@ def test_disk_hit_after_memory_clear(cache_env):
     assert rtc.last_origin() == "memory"
 
 
+def test_cached_cubin_builds_once_then_memory_then_disk(cache_env):
+    """Cubins made elsewhere (the Numba backend) go through the same two caches."""
+    cubin = b"\x7fELF" + uuid.uuid4().bytes * 8
+    calls = []
+
+    def build():
+        calls.append(1)
+        return cubin, {"kernel": "_Z6kernelv"}
+
+    key = ("numba", "v1", uuid.uuid4().hex)
+    first = rtc.cached_cubin(key, build, arch="sm_90", name="k")
+    assert rtc.last_origin() == "compiled" and first.origin == "compiled" and len(calls) == 1
+    assert first.cubin == cubin and first.symbols == {"kernel": "_Z6kernelv"}
+    assert rtc.cached_cubin(key, build, arch="sm_90") is first
+    assert rtc.last_origin() == "memory" and len(calls) == 1
+    rtc.clear_cache(memory=True, disk=False)
+    again = rtc.cached_cubin(key, build, arch="sm_90")
+    assert rtc.last_origin() == "disk" and len(calls) == 1
+    assert again.cubin == cubin and again.symbols == first.symbols
+    # another key part or another arch is another entry
+    rtc.cached_cubin(key + ("x",), build, arch="sm_90")
+    rtc.cached_cubin(key, build, arch="sm_80")
+    assert len(calls) == 3
+
+
+def test_cached_cubin_rejects_what_is_not_a_cubin(cache_env):
+    with pytest.raises(ValueError, match="did not return a cubin"):
+        rtc.cached_cubin(("bad", uuid.uuid4().hex), lambda: (b"PTX text", {}), arch="sm_90")
+
+
 def test_disk_entry_stores_symbol_mapping(cache_env):
     src = unique_src()
     mod = rtc.compile(src, SCALE_NAMES, arch="sm_90")

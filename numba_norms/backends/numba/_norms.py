@@ -43,8 +43,11 @@ from numba import cuda
 from numba.cuda import config as _numba_cuda_config
 from numba.cuda import types
 
+import rtc
+
 from ...planner import NormPlan, NormSpec
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
+from . import _cubin
 
 __all__ = [
     "SIMULATOR",
@@ -1208,29 +1211,21 @@ def _finalize_signature(weight: str) -> Any:
 
 
 class _Compiled:
-    """A compiled kernel: Numba dispatcher, kernel object (GPU) and its launch mode."""
+    """A compiled kernel: the loaded :class:`rtc.Kernel` (GPU; the simulator's dispatcher under
+    the simulator) and whether it synchronises several CTAs (a cooperative launch)."""
 
     __slots__ = ("dispatcher", "kernel", "cooperative")
 
     def __init__(self, dispatcher: Any, kernel: Any, cooperative: bool) -> None:
-        self.dispatcher = dispatcher
-        self.kernel = kernel  # numba-cuda _Kernel (GPU) or the simulator's kernel
+        self.dispatcher = dispatcher  # the simulator's dispatcher (None on a GPU)
+        self.kernel = kernel
         self.cooperative = cooperative
 
     def launcher(self, grid: tuple, block: tuple, params: str, cooperative: bool) -> Any:
-        """An :class:`rtc.Launcher` of this kernel's loaded function (GPU only).
-
-        numba-cuda's own launch converts every argument through its type system (tens of
-        microseconds a call); the kernels take raw pointers and scalars only, so rtc's
-        pre-packed launch serves them as it serves the NVRTC kernels.
-        """
-        import rtc
-
-        cufunc = self.kernel._codelibrary.get_cufunc()
-        device = cuda.get_current_device().id
+        """An :class:`rtc.Launcher` of this kernel (GPU only): pre-packed parameters, no Numba
+        argument conversion per call (the kernels take raw pointers and scalars only)."""
         coop = cooperative or self.cooperative
-        fn = int(cufunc.handle)
-        return rtc.Launcher(fn, grid, block, params, cooperative=coop, device=device)
+        return rtc.Launcher(self.kernel, grid, block, params, cooperative=coop)
 
 
 _LOCK = threading.RLock()
@@ -1276,13 +1271,20 @@ def _assume_device(cc: tuple[int, int]):
 
 
 def _kernel_for(
-    key: tuple, make, signature, arch: str | None, launch_bounds: tuple[int, int] | None = None
+    key: tuple,
+    make,
+    signature,
+    arch: str | None,
+    launch_bounds: tuple[int, int] | None = None,
+    cooperative: bool = False,
 ) -> _Compiled | str:
     """Compile (cached) ``make(cc)`` for the current device, or to PTX for ``arch``.
 
     ``make`` gets the target compute capability (None under the simulator), which decides the
     hardware conversions (:func:`_hw_flags`). ``launch_bounds`` (threads, min CTAs per SM) is the
-    registry's register cap (ignored by the simulator).
+    registry's register cap (ignored by the simulator). On a GPU the kernel comes from
+    :mod:`._cubin` (compiled by Numba once, then a cubin in rtc's caches); ``cooperative``: it
+    synchronises several CTAs of a row (launched cooperatively).
     """
     if _SIM:
         hit = _CACHE.get(key)
@@ -1307,11 +1309,12 @@ def _kernel_for(
     with _LOCK:
         hit = _CACHE.get(full_key)
         if hit is None:
-            # eager compilation with the explicit signature: the whole cost is paid here, once
-            disp = cuda.jit(signature, launch_bounds=launch_bounds)(make(cc))
-            kernel = disp.overloads[signature.args]
-            kernel.bind()  # load the module now: link errors surface here, occupancy needs it
-            hit = _CACHE[full_key] = _Compiled(disp, kernel, bool(kernel.cooperative))
+            kernel = _cubin.load(
+                key + (str(signature), launch_bounds),
+                lambda: cuda.jit(signature, launch_bounds=launch_bounds)(make(cc)),
+                cc,
+            )
+            hit = _CACHE[full_key] = _Compiled(None, kernel, cooperative)
     return hit
 
 
@@ -1340,6 +1343,7 @@ def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Co
         None if _SIM else _forward_signature(spec.config),
         arch,
         _bounds(spec),
+        multi,
     )
 
 
@@ -1353,6 +1357,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
         None if _SIM else _backward_signature(cfg),
         arch,
         _bounds(spec),
+        multi,
     )
     fin = _kernel_for(
         ("fin", cfg.weight, has_beta),
@@ -1417,8 +1422,7 @@ def compile_backward(spec: NormSpec, arch: str | None = None) -> Any:
 def _occupancy(compiled: _Compiled, threads: int) -> int:
     if _SIM:
         return 2  # blocks run one after another; a small fixed grid keeps tests quick
-    cufunc = compiled.kernel.library.get_cufunc()
-    return int(cuda.current_context().get_active_blocks_per_multiprocessor(cufunc, threads, 0))
+    return compiled.kernel.occupancy(threads, 0)
 
 
 def occupancy_forward(spec: NormSpec) -> int:
@@ -1464,21 +1468,8 @@ def _row_stride(t: Any) -> int:
 
 
 def _memset_barrier(ptr: int, count: int, stream: Any) -> None:
-    try:
-        import rtc
-
-        fn = getattr(rtc, "memset_d32_async", None)
-    except ImportError:  # pragma: no cover - rtc ships with this package
-        fn = None
-    handle = _handle(stream)
-    if fn is not None:
-        fn(ptr, 0, count, handle)
-        return
-    from cuda.bindings import driver
-
-    (err,) = driver.cuMemsetD32Async(ptr, 0, count, handle)
-    if int(err) != 0:
-        raise RuntimeError(f"cuMemsetD32Async failed: {err}")
+    """Zero ``count`` barrier counters at ``ptr`` on ``stream`` before a multi-CTA launch."""
+    rtc.memset_d32_async(ptr, 0, count, _handle(stream))
 
 
 class _Launch:

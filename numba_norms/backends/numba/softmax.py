@@ -27,8 +27,11 @@ from typing import Any
 import numpy as np
 from numba import cuda, types
 
+import rtc
+
 from ...planner import RowPlan, SoftmaxSpec
 from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
+from . import _cubin
 from . import _rowops as ro
 from ._norms import _memset_barrier  # shared host helper
 
@@ -382,23 +385,22 @@ def _pyfunc(spec: SoftmaxSpec):
 
 
 class _Compiled:
-    """One compiled kernel: the Numba dispatcher, its single overload and its launchers."""
+    """One compiled kernel: the loaded :class:`rtc.Kernel` (the simulator's dispatcher under the
+    simulator) and its launchers."""
 
     __slots__ = ("dispatcher", "kernel", "threads", "_launchers")
 
-    def __init__(self, dispatcher: Any, threads: int) -> None:
+    def __init__(self, dispatcher: Any, kernel: Any, threads: int) -> None:
         self.dispatcher = dispatcher
+        self.kernel = kernel
         self.threads = threads
-        self.kernel = None if ro.SIM else next(iter(dispatcher.overloads.values()))
         self._launchers: dict[tuple, Any] = {}
 
     def occupancy(self) -> int:
         """Max resident CTAs per SM on the current device."""
         if ro.SIM:
             return SIM_OCCUPANCY
-        cufunc = self.kernel.library.get_cufunc()
-        ctx = cuda.current_context()
-        return int(ctx.get_active_blocks_per_multiprocessor(cufunc, self.threads, 0))
+        return self.kernel.occupancy(self.threads, 0)
 
     def launch(self, args: tuple, plan: RowPlan, stream: int) -> None:
         """Launch on the raw ``CUstream`` handle ``stream`` through an :class:`rtc.Launcher`
@@ -409,15 +411,11 @@ class _Compiled:
         key = (plan.grid, plan.block, plan.cooperative)
         fire = self._launchers.get(key)
         if fire is None:
-            import rtc
-
-            fn = int(self.kernel.library.get_cufunc().handle)
             params = SOFTMAX_BWD_PARAMS if plan.spec.op == "softmax_bwd" else SOFTMAX_FWD_PARAMS
-            device = cuda.get_current_device().id
             # Several CTAs a row synchronise through their own atomic barrier and need only
             # co-residency: a property of the launch, not of the code.
             fire = rtc.Launcher(
-                fn, plan.grid, plan.block, params, cooperative=plan.cooperative, device=device
+                self.kernel, plan.grid, plan.block, params, cooperative=plan.cooperative
             )
             self._launchers[key] = fire
         fire(stream, *args)
@@ -465,13 +463,21 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
 
         return _cached(("ptx", cc, spec.kernel_key, _multi(spec)), build_ptx)
 
-    def build() -> _Compiled:
-        if ro.SIM:
-            return _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec)), threads)
-        disp = cuda.jit(_signature(spec), launch_bounds=threads)(_pyfunc(spec))
-        return _Compiled(disp, threads)
+    if ro.SIM:
+        return _cached(
+            ("sim", spec.kernel_key, _multi(spec)),
+            lambda: _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec)), None, threads),
+        )
+    cc = tuple(cuda.get_current_device().compute_capability)
+    key = ("softmax", spec.kernel_key, _multi(spec), str(_signature(spec)), threads)
 
-    return _cached(("jit", spec.kernel_key, _multi(spec)), build)
+    def make() -> Any:
+        return cuda.jit(_signature(spec), launch_bounds=threads)(_pyfunc(spec))
+
+    def build() -> _Compiled:
+        return _Compiled(None, _cubin.load(key, make, cc), threads)
+
+    return _cached(key + (cc,), build)
 
 
 def compile_forward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
