@@ -195,6 +195,7 @@ def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, t
     launch = mod.backward if key.op.endswith("_bwd") else mod.forward
     launch(plan, args, call.stream_handle)
     _local.backend = choice.name
+    _local.launch = (choice.name, plan, mod)  # for the ops' fast path (ops/_fast.py)
 
 
 def _softmax_plan(

@@ -53,10 +53,6 @@ class _NormLaunches(FakeDriver):
 
     def __init__(self) -> None:
         super().__init__({self.MAIN: "MAIN", self.FINALIZE: "FINALIZE"})
-        self.memsets: list[tuple] = []
-
-    def memset(self, ptr, value, count, stream):
-        self.memsets.append((ptr, value, count, stream))
 
 
 @pytest.fixture
@@ -65,7 +61,6 @@ def recorder(monkeypatch):
     from numba_norms.backends.nvrtc import _norms
 
     rec = _NormLaunches().install(monkeypatch)
-    monkeypatch.setattr(_norms, "_memset", rec.memset)
     monkeypatch.setattr(_norms, "load", lambda spec, device=None: (rec.MAIN, rec.FINALIZE))
     monkeypatch.setattr(_norms, "_launches", {})
     return rec

@@ -35,6 +35,7 @@ class FakeDriver:
     def __init__(self, labels: dict[int, str] | None = None) -> None:
         self.labels = labels or {}
         self.launches: list[tuple] = []
+        self.memsets: list[tuple] = []
         self._codes: dict[int, str] = {}
 
     def install(self, monkeypatch) -> FakeDriver:
@@ -66,6 +67,10 @@ class FakeDriver:
         self.launches.append(
             (self.labels.get(fn, fn), grid, block, tuple(args), stream, cooperative)
         )
+        return (0,)
+
+    def cuMemsetD32Async(self, ptr, value, count, stream):
+        self.memsets.append((ptr, value, count, stream))
         return (0,)
 
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
@@ -140,9 +145,13 @@ def make_fake_torch() -> tuple[types.ModuleType, list]:
         def __exit__(self, *exc):
             log.append(("exit", self.s))
 
+    next_ptr = [0x9000]
+
     def empty(shape, dtype, device):
         log.append(("empty", tuple(shape), dtype, device))
-        return Tensor(tuple(shape), A._c_strides(tuple(shape)), dtype, device, 0x9000)
+        ptr = next_ptr[0]
+        next_ptr[0] += 0x100_0000  # distinct, 16 MiB apart (like a caching allocator's blocks)
+        return Tensor(tuple(shape), A._c_strides(tuple(shape)), dtype, device, ptr)
 
     torch.Tensor = Tensor
     torch.empty = empty

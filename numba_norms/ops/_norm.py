@@ -6,6 +6,7 @@ import math
 
 from .. import arrays, dispatch, registry
 from ..backends.common import NormBwdArgs, NormFwdArgs
+from . import _fast
 
 __all__ = ["norm_bwd", "norm_fwd"]
 
@@ -76,6 +77,11 @@ def norm_fwd(
     scale_inv=None,
 ):
     """Forward of ``kind`` ("layernorm" or "rmsnorm"); returns the caller-kind outputs."""
+    plain = stream is None and scale is None and amax is None and scale_inv is None
+    if plain:
+        outs = _fast.norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype)
+        if outs is not None:
+            return outs
     op = f"{kind}_fwd"
     eps = _check_eps(eps)
     call = arrays.Call(stream)
@@ -111,12 +117,20 @@ def norm_fwd(
         used = [xt, gt, y] + ([bt] if bt is not None else [])
         pairs = [(t.alignment(), t.itemsize) for t in used]
         dispatch.run_norm(kind, key, call, args, rows, cols, pairs)
-    outs = (y, mu, rsigma) if kind == "layernorm" else (y, rsigma)
-    return call.finish(*outs)
+    outs = call.finish(*((y, mu, rsigma) if kind == "layernorm" else (y, rsigma)))
+    if plain and call.kind == "torch":
+        _fast.remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, outs[0], rows,
+                           cols, xt)  # fmt: skip
+    return outs
 
 
 def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream):
     """Backward of ``kind``; returns (dx, dgamma, dbeta) or (dx, dgamma)."""
+    plain = stream is None and add is None
+    if plain:
+        grads = _fast.norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma)
+        if grads is not None:
+            return grads
     op = f"{kind}_bwd"
     call = arrays.Call(stream)
     dyt = call.input(dy, "dy", dtypes=FLOATS, min_ndim=1)
@@ -152,8 +166,11 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream):
         dispatch.run_norm(kind, key, call, args, rows, cols, pairs)
     else:
         _zero_fill(call, dgamma, dbeta)
-    outs = (dx, dgamma, dbeta) if kind == "layernorm" else (dx, dgamma)
-    return call.finish(*outs)
+    outs = call.finish(*((dx, dgamma, dbeta) if kind == "layernorm" else (dx, dgamma)))
+    if plain and call.kind == "torch":
+        _fast.remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, outs[0], dyt, xt,
+                           rows, cols)  # fmt: skip
+    return outs
 
 
 def _zero_fill(call, *tensors) -> None:

@@ -56,9 +56,11 @@ def load(key: tuple, compile_kernel: Callable[[], Any], cc: tuple[int, int]) -> 
         disp = compile_kernel()
         (kernel,) = disp.overloads.values()
         lib = kernel.library
-        # the linked image (cudadevrt included where the kernel uses grid groups) and the
-        # kernel's mangled entry name
-        return bytes(lib.get_cubin(cc)), {"kernel": lib._entry_name}
+        # the linked image (cudadevrt included where the kernel uses grid groups; numba-cuda
+        # 0.30 hands it over as a cuda.core ObjectCode) and the kernel's mangled entry name
+        image = lib.get_cubin(cc)
+        code = image if isinstance(image, (bytes, bytearray, memoryview)) else image.code
+        return bytes(code), {"kernel": lib._entry_name}
 
     mod = rtc.cached_cubin(
         ("numba-norms", _tool_digest(), repr(key)),

@@ -59,6 +59,7 @@ __all__ = [
     "f32_to_bf16_bits",
     "f32_to_fp8_bits",
     "forward",
+    "launchers",
     "occupancy_backward",
     "occupancy_forward",
 ]
@@ -1548,6 +1549,15 @@ def _scratch_base(args: Any, plan: NormPlan) -> int:
     if args.scratch is None:
         raise ValueError(f"this launch needs a scratch buffer of {plan.scratch_bytes} bytes")
     return _ptr(args.scratch)
+
+
+def launchers(plan: NormPlan, device: int | None = None) -> tuple[Any, Any]:
+    """(main, finalize or None) :class:`rtc.Launcher` objects of ``plan`` (GPU only; the
+    forward without the amax reduction)."""
+    rec = _launch_record(plan)
+    if plan.spec.config.is_backward:
+        return rec.launcher(rec.main), rec.launcher(rec.fin)
+    return rec.launcher(rec.forward_kernel(False)), None
 
 
 def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:

@@ -13,6 +13,7 @@ __all__ = [
     "compile_backward",
     "compile_forward",
     "forward",
+    "launchers",
     "occupancy_backward",
     "occupancy_forward",
 ]
@@ -71,3 +72,9 @@ def forward(plan: NormPlan, args: NormFwdArgs, stream: int = 0) -> None:
 def backward(plan: NormPlan, args: NormBwdArgs, stream: int = 0) -> None:
     """Launch RMSNorm backward and its dgamma finalize on ``stream``."""
     _norms.backward(plan, args, stream)
+
+
+def launchers(plan: NormPlan, device: int) -> tuple[Any, Any]:
+    """The :class:`rtc.Launcher` objects of ``plan`` (main kernel, finalize kernel or None), for
+    callers that pack the shared parameter layouts themselves (the ops' fast path)."""
+    return _norms.launchers(plan, device)

@@ -35,6 +35,7 @@ __all__ = [
     "compile_spec",
     "forward",
     "forward_name",
+    "launchers",
     "load",
     "occupancy",
     "occupancy_op",
@@ -261,6 +262,12 @@ def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int, in
     barrier = base + rec.barrier_offset
     _memset(barrier, 0, rec.barrier_count, stream)
     return base + rec.stats_offset, barrier, base
+
+
+def launchers(plan: NormPlan, device: int) -> tuple[rtc.Launcher, rtc.Launcher | None]:
+    """(main, finalize or None) launchers of ``plan`` on ``device``."""
+    rec = _launch_record(plan, device)
+    return rec.main, rec.finalize
 
 
 def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import rtc
 
 from ...planner import NormPlan, NormSpec
@@ -13,6 +15,7 @@ __all__ = [
     "compile_backward",
     "compile_forward",
     "forward",
+    "launchers",
     "occupancy_backward",
     "occupancy_forward",
 ]
@@ -49,3 +52,9 @@ def forward(plan: NormPlan, args: NormFwdArgs, stream: int) -> None:
 def backward(plan: NormPlan, args: NormBwdArgs, stream: int) -> None:
     """Launch RMSNorm backward (and its dgamma finalize) for ``plan`` on ``stream``."""
     _norms.backward(plan, args, stream)
+
+
+def launchers(plan: NormPlan, device: int) -> tuple[Any, Any]:
+    """The :class:`rtc.Launcher` objects of ``plan`` (main kernel, finalize kernel or None), for
+    callers that pack the shared parameter layouts themselves (the ops' fast path)."""
+    return _norms.launchers(plan, device)

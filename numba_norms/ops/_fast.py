@@ -1,0 +1,218 @@
+"""Per-signature fast path of the norm calls on torch tensors.
+
+The general path (``_norm``) ingests every argument, checks it, picks and plans a kernel and
+allocates the outputs: tens of microseconds of Python a call. A call whose *signature* (kind,
+backend, dtypes, shapes, strides, devices, pointer alignment class, flags) equals that of an
+earlier call that went through the general path without error passes exactly the same checks
+and gets exactly the same plan, so it only needs its pointers read, its outputs allocated and
+its launcher called. The general path records such signatures (:func:`remember_fwd`,
+:func:`remember_bwd`); anything else (other array kinds, explicit streams, FP8 scale/amax, the
+fused add, plans that need an inter-CTA barrier, empty inputs) always takes the general path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from typing import Any
+
+from .. import dispatch
+
+__all__ = ["clear", "norm_bwd", "norm_fwd", "remember_bwd", "remember_fwd"]
+
+_LIMIT = 1024  # signatures kept per direction; cleared when full
+_lock = threading.Lock()
+_fwd: dict[tuple, tuple] = {}
+_bwd: dict[tuple, tuple] = {}
+
+
+class _Unbound:
+    """Stands for torch.Tensor until a torch call is remembered (torch is never imported here)."""
+
+
+_tensor_type: Any = _Unbound
+_empty: Any = None
+_raw_stream: Any = None
+_uint8: Any = None
+_float32: Any = None
+_env = os.environ
+
+
+def clear() -> None:
+    """Forget every remembered signature."""
+    with _lock:
+        _fwd.clear()
+        _bwd.clear()
+
+
+def _low_bits(*ptrs: int) -> int:
+    bits = 0
+    for p in ptrs:
+        bits |= p
+    return bits & 15
+
+
+def _sig(t: Any) -> tuple:
+    return (t.dtype, t.shape, t.stride(), t.device)
+
+
+def _bind_torch() -> bool:
+    """Bind torch's names (once torch is imported and a torch call went through)."""
+    global _tensor_type, _empty, _raw_stream, _uint8, _float32
+    if dispatch.simulator_enabled():
+        return False
+    torch = sys.modules.get("torch")
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if torch is None or raw is None:
+        return False
+    _empty, _raw_stream, _uint8, _float32 = torch.empty, raw, torch.uint8, torch.float32
+    _tensor_type = torch.Tensor
+    return True
+
+
+def _store(table: dict, key: tuple, entry: tuple) -> None:
+    with _lock:
+        if len(table) >= _LIMIT:
+            table.clear()
+        table[key] = entry
+
+
+# --------------------------------------------------------------------------------------------
+# forward
+# --------------------------------------------------------------------------------------------
+
+
+def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype) -> tuple:
+    bp = 0 if beta is None else beta.data_ptr()
+    low = _low_bits(x.data_ptr(), gamma.data_ptr(), bp)
+    return (
+        kind, _env.get("DISABLE_NVRTC"), low, _sig(x), _sig(gamma),
+        None if beta is None else _sig(beta), out_dtype, bool(zero_centered_gamma),
+    )  # fmt: skip
+
+
+def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype) -> tuple | None:
+    """The outputs of a remembered forward signature, or None (take the general path)."""
+    # isinstance: parameters (torch.nn.Parameter) are the usual gamma and beta
+    if not isinstance(x, _tensor_type) or not isinstance(gamma, _tensor_type):
+        return None
+    if eps.__class__ is not float or not (0.0 <= eps < math.inf):
+        return None
+    try:
+        entry = _fwd.get(_fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype))
+    except (TypeError, RuntimeError, AttributeError):  # unhashable out_dtype, sparse, not torch
+        return None
+    if entry is None:
+        return None
+    fire, backend, dev, index, y_shape, y_dtype, rows, cols, x_stride, zc = entry
+    y = _empty(y_shape, dtype=y_dtype, device=dev)
+    mu = _empty((rows,), dtype=_float32, device=dev) if kind == "layernorm" else None
+    rs = _empty((rows,), dtype=_float32, device=dev)
+    fire(
+        _raw_stream(index), x.data_ptr(), gamma.data_ptr(),
+        0 if beta is None else beta.data_ptr(), y.data_ptr(),
+        0 if mu is None else mu.data_ptr(), rs.data_ptr(), rows, cols, x_stride, cols, eps, zc,
+        0, 0, 0, 0, 0,
+    )  # fmt: skip
+    dispatch._local.backend = backend
+    return (y, mu, rs) if mu is not None else (y, rs)
+
+
+def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, cols, xt):
+    """Record the signature of a forward call that just ran on the general path."""
+    last = getattr(dispatch._local, "launch", None)
+    if last is None or rows == 0:
+        return
+    backend, plan, mod = last
+    dispatch._local.launch = None
+    if plan.scratch_bytes or (_tensor_type is _Unbound and not _bind_torch()):
+        return
+    if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
+        return
+    try:
+        key = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype)
+        hash(key)
+    except (TypeError, RuntimeError, AttributeError):
+        return
+    fire, _ = mod.launchers(plan, xt.device)
+    entry = (
+        fire, backend, y.device, xt.device, tuple(y.shape), y.dtype, rows, cols,
+        xt.rows_cols()[2], 1 if zero_centered_gamma else 0,
+    )  # fmt: skip
+    _store(_fwd, key, entry)
+
+
+# --------------------------------------------------------------------------------------------
+# backward
+# --------------------------------------------------------------------------------------------
+
+
+def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple:
+    mp = 0 if mu is None else mu.data_ptr()
+    low = _low_bits(dy.data_ptr(), x.data_ptr(), gamma.data_ptr(), rsigma.data_ptr(), mp)
+    return (
+        kind, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(x),
+        None if mu is None else _sig(mu), _sig(rsigma), _sig(gamma), bool(zero_centered_gamma),
+    )  # fmt: skip
+
+
+def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple | None:
+    """The gradients of a remembered backward signature, or None (take the general path)."""
+    if not isinstance(x, _tensor_type) or not isinstance(dy, _tensor_type):
+        return None
+    try:
+        entry = _bwd.get(_bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma))
+    except (TypeError, RuntimeError, AttributeError):
+        return None
+    if entry is None:
+        return None
+    main, fin, backend, dev, index, rows, cols, strides, zc, part, sizes = entry
+    dx_shape, dx_dtype, g_dtype, scratch_bytes, partial_rows = sizes
+    dx = _empty(dx_shape, dtype=dx_dtype, device=dev)
+    dgamma = _empty((cols,), dtype=g_dtype, device=dev)
+    dbeta = _empty((cols,), dtype=g_dtype, device=dev) if kind == "layernorm" else None
+    base = _empty((scratch_bytes,), dtype=_uint8, device=dev).data_ptr()
+    dgp = base + part[0]
+    dbp = 0 if dbeta is None else base + part[1]
+    stream = _raw_stream(index)
+    dy_s, x_s = strides
+    main(
+        stream, dy.data_ptr(), x.data_ptr(), 0 if mu is None else mu.data_ptr(),
+        rsigma.data_ptr(), gamma.data_ptr(), dx.data_ptr(), 0, dgp, dbp, rows, cols, dy_s, x_s,
+        cols, 0, zc, 0, 0,
+    )  # fmt: skip
+    fin(
+        stream, dgp, dbp, dgamma.data_ptr(), 0 if dbeta is None else dbeta.data_ptr(),
+        partial_rows, cols,
+    )  # fmt: skip
+    dispatch._local.backend = backend
+    return (dx, dgamma, dbeta) if dbeta is not None else (dx, dgamma)
+
+
+def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, xt, rows, cols):
+    """Record the signature of a backward call (no fused add) that just ran on the general
+    path."""
+    last = getattr(dispatch._local, "launch", None)
+    if last is None or rows == 0:
+        return
+    backend, plan, mod = last
+    dispatch._local.launch = None
+    if plan.ctas_per_row > 1 or (_tensor_type is _Unbound and not _bind_torch()):
+        return  # several CTAs a row: barrier counters to zero first
+    if not isinstance(x, _tensor_type) or dx.data_ptr() & 15:
+        return
+    try:
+        key = _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma)
+        hash(key)
+    except (TypeError, RuntimeError, AttributeError):
+        return
+    main, fin = mod.launchers(plan, xt.device)
+    sizes = (tuple(dx.shape), dx.dtype, gamma.dtype, plan.scratch_bytes, plan.partial_rows)
+    entry = (
+        main, fin, backend, dx.device, xt.device, rows, cols,
+        (dyt.rows_cols()[2], xt.rows_cols()[2]), 1 if zero_centered_gamma else 0,
+        (plan.partial_offset, plan.dbeta_partial_offset), sizes,
+    )  # fmt: skip
+    _store(_bwd, key, entry)

@@ -1,0 +1,196 @@
+"""The ops' per-signature fast path for torch tensors (stand-in torch, fake driver, no GPU).
+
+A call whose signature matches an earlier successful call skips ingestion, checks and planning;
+it must hand the driver exactly the parameters the general path would, and every change of
+signature (dtype, shape, strides, alignment, flags, backend switch) must go the general way.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+import numba_norms as nn
+from numba_norms import arrays, dispatch
+from numba_norms.backends.nvrtc import _norms as nv_norms
+from numba_norms.ops import _fast, _norm
+from numba_norms.planner import DeviceLimits
+from tests.conftest import SIMULATOR
+from tests.fakes import FakeDriver, FakeTorchDevice, make_fake_torch
+
+pytestmark = pytest.mark.skipif(SIMULATOR, reason="the fast path is for GPU (torch) calls")
+
+MAIN, FINALIZE = 0xA1, 0xF1
+DEV = FakeTorchDevice("cuda", 0)
+
+
+@pytest.fixture
+def env(monkeypatch):
+    torch, log = make_fake_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(arrays, "_TORCH_DTYPES", {})
+    drv = FakeDriver({MAIN: "MAIN", FINALIZE: "FINALIZE"}).install(monkeypatch)
+    monkeypatch.setattr(nv_norms, "load", lambda spec, device=None: (MAIN, FINALIZE))
+    monkeypatch.setattr(nv_norms, "occupancy", lambda spec: 4)
+    monkeypatch.setattr(nv_norms, "_launches", {})
+    monkeypatch.setattr(dispatch, "_limits_cache", {0: DeviceLimits(sm_count=132)})
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    monkeypatch.delenv("DISABLE_NVRTC", raising=False)
+    monkeypatch.setattr(_fast, "_tensor_type", _fast._Unbound)
+    for name in ("_empty", "_raw_stream", "_uint8", "_float32"):
+        monkeypatch.setattr(_fast, name, None)
+    monkeypatch.setattr(_fast, "_fwd", {})
+    monkeypatch.setattr(_fast, "_bwd", {})
+    general = []
+    real_call = arrays.Call
+
+    def counting_call(*a, **kw):
+        general.append(1)
+        return real_call(*a, **kw)
+
+    monkeypatch.setattr(_norm.arrays, "Call", counting_call)
+
+    def tensor(shape, dtype, ptr, strides=None):
+        if strides is None:
+            strides = arrays._c_strides(tuple(shape))
+        return torch.Tensor(tuple(shape), tuple(strides), dtype, DEV, ptr)
+
+    return torch, drv, general, tensor
+
+
+POINTER_SLOTS_FWD = (3, 4, 5)  # y, mu, rsigma: fresh outputs every call
+
+
+def _same_but(a: tuple, b: tuple, slots) -> bool:
+    return all(u == v for i, (u, v) in enumerate(zip(a, b, strict=True)) if i not in slots)
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "rmsnorm"])
+def test_forward_repeats_take_the_fast_path_with_identical_parameters(env, kind):
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+
+    def call():
+        if kind == "layernorm":
+            return nn.layernorm_fwd(x, g, b, 1e-5)
+        return nn.rmsnorm_fwd(x, g, 1e-5)
+
+    first = call()
+    assert len(general) == 1 and len(_fast._fwd) == 1
+    second = call()
+    assert len(general) == 1, "the repeat went through the general path"
+    assert dispatch.last_backend() == "nvrtc"
+    (l1, g1, b1, a1, s1, c1), (l2, g2, b2, a2, s2, c2) = drv.launches
+    assert (l1, g1, b1, s1, c1) == (l2, g2, b2, s2, c2) == ("MAIN", g1, b1, 0x1230, False)
+    assert _same_but(a1, a2, POINTER_SLOTS_FWD)
+    assert [type(v) for v in a1] == [type(v) for v in a2]
+    outs = (second[0], second[-1]) + ((second[1],) if kind == "layernorm" else ())
+    assert a2[3] == outs[0].data_ptr() and a2[5] == outs[1].data_ptr()
+    if kind == "layernorm":
+        assert a2[4] == outs[2].data_ptr()
+    else:
+        assert a2[4] == 0 and a2[2] == 0
+    for u, v in zip(first, second, strict=True):
+        assert (u.shape, u.dtype, u.stride()) == (v.shape, v.dtype, v.stride())
+        assert u.data_ptr() != v.data_ptr()
+
+
+def test_forward_signature_changes_take_the_general_path(env):
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    nn.layernorm_fwd(x, g, b)
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 1
+    g32, b32 = tensor((4096,), torch.float32, 0x20000), tensor((4096,), torch.float32, 0x30000)
+    cases = [
+        (tensor((8, 4096), torch.bfloat16, 0x10000, (4160, 1)), g, b, {}),  # row pitch
+        (tensor((8, 4096), torch.bfloat16, 0x10002), g, b, {}),  # 2-byte aligned: general plan
+        (tensor((16, 4096), torch.bfloat16, 0x10000), g, b, {}),  # rows
+        (tensor((8, 4096), torch.float32, 0x10000), g32, b32, {"out_dtype": torch.bfloat16}),
+        (x, g, b, {"zero_centered_gamma": True}),
+        (x, g, b, {"out_dtype": "bf16"}),  # same kernel, another spelling: a new signature
+    ]
+    for n, (xx, gg, bb, kw) in enumerate(cases, start=2):
+        nn.layernorm_fwd(xx, gg, bb, **kw)
+        assert len(general) == n, (n, kw)
+    # the pitch and the misaligned pointer reach the kernel
+    assert drv.launches[2][3][8] == 4160
+    assert drv.launches[3][3][0] == 0x10002
+    # the eps check still runs (a bad eps is never taken by the fast path)
+    with pytest.raises(ValueError, match="eps"):
+        nn.layernorm_fwd(x, g, b, -1.0)
+    # DISABLE_NVRTC is read per call: another value is another signature
+    env_general = len(general)
+    import os
+
+    os.environ["DISABLE_NVRTC"] = "0"
+    try:
+        nn.layernorm_fwd(x, g, b)
+    finally:
+        del os.environ["DISABLE_NVRTC"]
+    assert len(general) == env_general + 1
+
+
+def test_explicit_stream_fp8_and_multi_cta_rows_stay_general(env):
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    for _ in range(2):
+        nn.layernorm_fwd(x, g, b, stream=0x777)
+    assert len(general) == 2 and drv.launches[-1][4] == 0x777
+    xl = tensor((4, 65536), torch.bfloat16, 0x10000)
+    gl, bl = tensor((65536,), torch.bfloat16, 0x20000), tensor((65536,), torch.bfloat16, 0x30000)
+    for _ in range(2):
+        nn.layernorm_fwd(xl, gl, bl)  # several CTAs a row if the plan says so: never remembered
+    plan = next(p for p in dispatch._plan_cache.values() if p.cols == 65536)
+    assert plan.scratch_bytes > 0 and len(drv.memsets) == 2  # several CTAs a row on the H200
+    assert len(general) == 4
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "rmsnorm"])
+def test_backward_repeats_take_the_fast_path_with_identical_parameters(env, kind):
+    torch, drv, general, tensor = env
+    dy, x = tensor((8, 4096), torch.bfloat16, 0x10000), tensor((8, 4096), torch.bfloat16, 0x50000)
+    mu, rs = tensor((8,), torch.float32, 0x60000), tensor((8,), torch.float32, 0x70000)
+    g = tensor((4096,), torch.bfloat16, 0x20000)
+
+    def call():
+        if kind == "layernorm":
+            return nn.layernorm_bwd(dy, x, mu, rs, g)
+        return nn.rmsnorm_bwd(dy, x, rs, g)
+
+    first = call()
+    second = call()
+    assert len(general) == 1 and len(_fast._bwd) == 1
+    (m1, f1), (m2, f2) = drv.launches[:2], drv.launches[2:]
+    assert (m1[0], f1[0], m2[0], f2[0]) == ("MAIN", "FINALIZE", "MAIN", "FINALIZE")
+    assert m1[1:3] == m2[1:3] and f1[1:3] == f2[1:3] and m2[4] == f2[4] == 0x1230
+    # dx and the partials (scratch) are fresh each call
+    assert _same_but(m1[3], m2[3], (5, 7, 8))
+    assert _same_but(f1[3], f2[3], (0, 1, 2, 3))
+    dx, dgamma = second[0], second[1]
+    assert m2[3][5] == dx.data_ptr() and f2[3][2] == dgamma.data_ptr()
+    assert f2[3][0] == m2[3][7] and f2[3][1] == m2[3][8]
+    if kind == "layernorm":
+        assert f2[3][3] == second[2].data_ptr() != 0
+    else:
+        assert m2[3][8] == 0 and f2[3][3] == 0
+    for u, v in zip(first, second, strict=True):
+        assert (u.shape, u.dtype) == (v.shape, v.dtype)
+
+
+def test_parameters_subclassing_tensor_take_the_fast_path(env):
+    torch, drv, general, tensor = env
+
+    class Parameter(torch.Tensor):  # as torch.nn.Parameter
+        pass
+
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g = Parameter((4096,), (1,), torch.bfloat16, DEV, 0x20000)
+    b = Parameter((4096,), (1,), torch.bfloat16, DEV, 0x30000)
+    nn.layernorm_fwd(x, g, b)
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 1 and drv.launches[1][3][1:3] == (0x20000, 0x30000)
