@@ -234,6 +234,7 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
     launch = mod.backward if op == "softmax_bwd" else mod.forward
     launch(plan, args, call.stream_handle)
     _local.backend = choice.name
+    _local.launch = (choice.name, plan, mod)  # for the ops' fast path (ops/_fast.py)
 
 
 # Grow-only scratch per (device, stream) for callers whose arrays have no caching allocator:

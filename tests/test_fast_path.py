@@ -194,3 +194,51 @@ def test_parameters_subclassing_tensor_take_the_fast_path(env):
     nn.layernorm_fwd(x, g, b)
     nn.layernorm_fwd(x, g, b)
     assert len(general) == 1 and drv.launches[1][3][1:3] == (0x20000, 0x30000)
+
+
+@pytest.fixture
+def sm_env(env, monkeypatch):
+    from numba_norms.backends.nvrtc import softmax as nv_softmax
+
+    monkeypatch.setattr(nv_softmax, "load", lambda spec, device=None: 0xB1)
+    monkeypatch.setattr(nv_softmax, "occupancy_forward", lambda spec: 4)
+    monkeypatch.setattr(nv_softmax, "occupancy_backward", lambda spec: 4)
+    monkeypatch.setattr(nv_softmax, "_launches", {})
+    monkeypatch.setattr(_fast, "_sm_fwd", {})
+    monkeypatch.setattr(_fast, "_sm_bwd", {})
+    return env
+
+
+def test_softmax_repeats_take_the_fast_path(sm_env):
+    torch, drv, general, tensor = sm_env
+    x = tensor((2, 4, 16, 1024), torch.bfloat16, 0x10000)
+    mask = tensor((2, 1, 16, 1024), torch.bool, 0x20000)
+    y1 = nn.scaled_masked_softmax_fwd(x, mask, 0.5)
+    y2 = nn.scaled_masked_softmax_fwd(x, mask, 0.25)  # the scale is a per-call value
+    assert len(general) == 1
+    (_, g1, b1, a1, s1, _), (_, g2, b2, a2, s2, _) = drv.launches
+    assert (g1, b1, s1) == (g2, b2, s2) and s2 == 0x1230
+    assert _same_but(a1, a2, (2, 11)) and (a1[11], a2[11]) == (0.5, 0.25)
+    assert a2[2] == y2.data_ptr() != y1.data_ptr() and y2.shape == x.shape
+    assert a2[8:11] == (16, 4, 2)  # sq, heads, mask batch
+    # another variant with the same x is another signature
+    nn.scaled_softmax_fwd(x, 0.5)
+    assert len(general) == 2
+    dy = tensor((2, 4, 16, 1024), torch.bfloat16, 0x30000)
+    nn.scaled_softmax_bwd(dy, y2, 2.0)
+    dx = nn.scaled_softmax_bwd(dy, y2, 2.0)
+    assert len(general) == 3
+    a = drv.launches[-1][3]
+    assert a == (0x30000, y2.data_ptr(), dx.data_ptr(), 128, 1024, 1024, 1024, 1024, 2.0, 0, 0)
+
+
+def test_softmax_backward_signatures_keep_the_rank_check(sm_env):
+    torch, drv, general, tensor = sm_env
+    dy, y = tensor((4, 64, 64), torch.float16, 0x10000), tensor((4, 64, 64), torch.float16, 0x20000)
+    nn.scaled_upper_triang_masked_softmax_bwd(dy, y, 1.0)
+    nn.scaled_upper_triang_masked_softmax_bwd(dy, y, 1.0)
+    assert len(general) == 1
+    with pytest.raises(ValueError, match="dimension"):
+        nn.scaled_softmax_bwd(dy, y, 1.0)  # [b, h, sq, sk] required here
+    with pytest.raises((TypeError, ValueError), match="scale"):
+        nn.scaled_upper_triang_masked_softmax_bwd(dy, y, float("nan"))

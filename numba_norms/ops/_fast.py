@@ -1,4 +1,4 @@
-"""Per-signature fast path of the norm calls on torch tensors.
+"""Per-signature fast path of the norm and softmax calls on torch tensors.
 
 The general path (``_norm``) ingests every argument, checks it, picks and plans a kernel and
 allocates the outputs: tens of microseconds of Python a call. A call whose *signature* (kind,
@@ -20,7 +20,17 @@ from typing import Any
 
 from .. import dispatch
 
-__all__ = ["clear", "norm_bwd", "norm_fwd", "remember_bwd", "remember_fwd"]
+__all__ = [
+    "clear",
+    "norm_bwd",
+    "norm_fwd",
+    "remember_bwd",
+    "remember_fwd",
+    "remember_softmax_bwd",
+    "remember_softmax_fwd",
+    "run_softmax_bwd",
+    "run_softmax_fwd",
+]
 
 _LIMIT = 1024  # signatures kept per direction; cleared when full
 _lock = threading.Lock()
@@ -43,8 +53,8 @@ _env = os.environ
 def clear() -> None:
     """Forget every remembered signature."""
     with _lock:
-        _fwd.clear()
-        _bwd.clear()
+        for table in (_fwd, _bwd, _sm_fwd, _sm_bwd):
+            table.clear()
 
 
 def _low_bits(*ptrs: int) -> int:
@@ -216,3 +226,122 @@ def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, x
         (plan.partial_offset, plan.dbeta_partial_offset), sizes,
     )  # fmt: skip
     _store(_bwd, key, entry)
+
+
+# --------------------------------------------------------------------------------------------
+# softmax
+# --------------------------------------------------------------------------------------------
+
+_sm_fwd: dict[tuple, tuple] = {}
+_sm_bwd: dict[tuple, tuple] = {}
+
+
+def _finite(scale: Any) -> bool:
+    return scale.__class__ is float and -math.inf < scale < math.inf
+
+
+def softmax_fwd(variant: str, x, mask) -> tuple | None:
+    """(entry, key) of a remembered softmax forward signature, or None."""
+    if not isinstance(x, _tensor_type):
+        return None
+    try:
+        if mask is None:
+            key = (variant, _env.get("DISABLE_NVRTC"), x.data_ptr() & 15, _sig(x), None)
+        else:
+            low = (x.data_ptr() | mask.data_ptr()) & 15
+            key = (variant, _env.get("DISABLE_NVRTC"), low, _sig(x), _sig(mask))
+        return _sm_fwd.get(key)
+    except (TypeError, RuntimeError, AttributeError):
+        return None
+
+
+def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
+    """y of a remembered softmax forward signature, or None (take the general path)."""
+    if not _finite(scale):
+        return None
+    entry = softmax_fwd(variant, x, mask)
+    if entry is None:
+        return None
+    fire, backend, dev, index, rows, cols, xs, ms, sq, heads, mask_batch = entry
+    y = _empty(x.shape, dtype=x.dtype, device=dev)
+    fire(
+        _raw_stream(index), x.data_ptr(), 0 if mask is None else mask.data_ptr(), y.data_ptr(),
+        rows, cols, xs, cols, ms, sq, heads, mask_batch, scale, 0, 0,
+    )  # fmt: skip
+    dispatch._local.backend = backend
+    return y
+
+
+def remember_softmax_fwd(variant: str, x, mask, y, xt, mt, rows: int, cols: int) -> None:
+    """Record a softmax forward signature that just ran on the general path."""
+    last = getattr(dispatch._local, "launch", None)
+    if last is None or rows == 0 or cols == 0:
+        return
+    backend, plan, mod = last
+    dispatch._local.launch = None
+    if plan.scratch_bytes or (_tensor_type is _Unbound and not _bind_torch()):
+        return
+    if not isinstance(x, _tensor_type) or y.data_ptr() & 15 or y.stride() != x.stride():
+        return  # y is allocated contiguous: its row pitch must be x's for one saved pitch
+    try:
+        key = (
+            variant, _env.get("DISABLE_NVRTC"),
+            (x.data_ptr() | (0 if mask is None else mask.data_ptr())) & 15, _sig(x),
+            None if mask is None else _sig(mask),
+        )  # fmt: skip
+        hash(key)
+    except (TypeError, RuntimeError, AttributeError):
+        return
+    fire, _ = mod.launchers(plan, xt.device)
+    sq = xt.shape[-2]
+    heads = xt.shape[1] if xt.ndim == 4 else 1
+    entry = (
+        fire, backend, y.device, xt.device, rows, cols, xt.rows_cols()[2],
+        0 if mt is None else mt.rows_cols()[2], sq, heads, 1 if mt is None else mt.shape[0],
+    )  # fmt: skip
+    _store(_sm_fwd, key, entry)
+
+
+def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
+    """dx of a remembered softmax backward signature, or None (take the general path)."""
+    if not _finite(scale) or not isinstance(y, _tensor_type) or not isinstance(dy, _tensor_type):
+        return None
+    try:
+        low = (dy.data_ptr() | y.data_ptr()) & 15
+        entry = _sm_bwd.get((ndim, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(y)))
+    except (TypeError, RuntimeError, AttributeError):
+        return None
+    if entry is None:
+        return None
+    fire, backend, dev, index, rows, cols, dys, ys = entry
+    dx = _empty(y.shape, dtype=y.dtype, device=dev)
+    fire(
+        _raw_stream(index), dy.data_ptr(), y.data_ptr(), dx.data_ptr(), rows, cols, dys, ys,
+        cols, scale, 0, 0,
+    )  # fmt: skip
+    dispatch._local.backend = backend
+    return dx
+
+
+def remember_softmax_bwd(dy, y, dx, dyt, yt, rows: int, cols: int, ndim: int) -> None:
+    """Record a softmax backward signature that just ran on the general path."""
+    last = getattr(dispatch._local, "launch", None)
+    if last is None or rows == 0 or cols == 0:
+        return
+    backend, plan, mod = last
+    dispatch._local.launch = None
+    if plan.scratch_bytes or (_tensor_type is _Unbound and not _bind_torch()):
+        return
+    if not isinstance(y, _tensor_type) or dx.data_ptr() & 15 or dx.stride() != y.stride():
+        return
+    try:
+        low = (dy.data_ptr() | y.data_ptr()) & 15
+        key = (ndim, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(y))
+        hash(key)
+    except (TypeError, RuntimeError, AttributeError):
+        return
+    fire, _ = mod.launchers(plan, yt.device)
+    entry = (
+        fire, backend, dx.device, yt.device, rows, cols, dyt.rows_cols()[2], yt.rows_cols()[2],
+    )  # fmt: skip
+    _store(_sm_bwd, key, entry)

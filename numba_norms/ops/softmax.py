@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import arrays, dispatch
 from ..backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from . import _fast
 
 __all__ = [
     "scaled_aligned_causal_masked_softmax_bwd",
@@ -37,6 +38,10 @@ def _check_scale(scale: float) -> float:
 
 
 def _forward(variant: str, x, scale, stream, *, ndim: int, mask=None):
+    if stream is None:
+        y = _fast.run_softmax_fwd(variant, x, mask, scale)
+        if y is not None:
+            return y
     scale = _check_scale(scale)
     call = arrays.Call(stream)
     xt = call.input(x, "x", dtypes=DTYPES, ndim=ndim)
@@ -63,10 +68,17 @@ def _forward(variant: str, x, scale, stream, *, ndim: int, mask=None):
         used = [xt, y] + ([mt] if mt is not None else [])
         pairs = [(t.alignment(), t.itemsize) for t in used]
         dispatch.run_softmax("softmax_fwd", variant, xt.dtype, call, args, rows, cols, pairs)
-    return call.finish(y)[0]
+    out = call.finish(y)[0]
+    if stream is None and call.kind == "torch":
+        _fast.remember_softmax_fwd(variant, x, mask, out, xt, mt, rows, cols)
+    return out
 
 
 def _backward(dy, y, scale, stream, *, ndim: int):
+    if stream is None:
+        dx = _fast.run_softmax_bwd(dy, y, scale, ndim)
+        if dx is not None:
+            return dx
     scale = _check_scale(scale)
     call = arrays.Call(stream)
     dyt = call.input(dy, "dy", dtypes=DTYPES, ndim=ndim)
@@ -82,7 +94,10 @@ def _backward(dy, y, scale, stream, *, ndim: int):
         args = SoftmaxBwdArgs(dyt, yt, dx, scale)
         pairs = [(t.alignment(), t.itemsize) for t in (dyt, yt, dx)]
         dispatch.run_softmax("softmax_bwd", "scaled", yt.dtype, call, args, rows, cols, pairs)
-    return call.finish(dx)[0]
+    out = call.finish(dx)[0]
+    if stream is None and call.kind == "torch":
+        _fast.remember_softmax_bwd(dy, y, out, dyt, yt, rows, cols, ndim)
+    return out
 
 
 def scaled_softmax_fwd(x: Any, scale: float, *, stream: Any = None) -> Any:

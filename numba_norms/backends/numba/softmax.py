@@ -36,6 +36,7 @@ from . import _rowops as ro
 from ._norms import _memset_barrier  # shared host helper
 
 __all__ = [
+    "launchers",
     "SIM_OCCUPANCY",
     "backward",
     "compile_backward",
@@ -402,12 +403,8 @@ class _Compiled:
             return SIM_OCCUPANCY
         return self.kernel.occupancy(self.threads, 0)
 
-    def launch(self, args: tuple, plan: RowPlan, stream: int) -> None:
-        """Launch on the raw ``CUstream`` handle ``stream`` through an :class:`rtc.Launcher`
-        (the kernels take raw pointers and scalars: no Numba argument conversion per call)."""
-        if ro.SIM:
-            self.dispatcher[plan.grid, plan.block](*args)
-            return
+    def launcher(self, plan: RowPlan) -> Any:
+        """The :class:`rtc.Launcher` of this kernel for ``plan``'s launch shape (GPU only)."""
         key = (plan.grid, plan.block, plan.cooperative)
         fire = self._launchers.get(key)
         if fire is None:
@@ -418,7 +415,15 @@ class _Compiled:
                 self.kernel, plan.grid, plan.block, params, cooperative=plan.cooperative
             )
             self._launchers[key] = fire
-        fire(stream, *args)
+        return fire
+
+    def launch(self, args: tuple, plan: RowPlan, stream: int) -> None:
+        """Launch on the raw ``CUstream`` handle ``stream`` (the kernels take raw pointers and
+        scalars: no Numba argument conversion per call)."""
+        if ro.SIM:
+            self.dispatcher[plan.grid, plan.block](*args)
+            return
+        self.launcher(plan)(stream, *args)
 
 
 _cache: dict[tuple, Any] = {}
@@ -606,6 +611,13 @@ def _scratch_args(plan: RowPlan, scratch: Any, stream: int) -> tuple[Any, Any]:
 _SIM_DUMMY_F32 = np.zeros(2, np.float32)
 _SIM_DUMMY_I32 = np.zeros(1, np.int32)
 _SIM_DUMMY_U8 = np.zeros(1, np.uint8)
+
+
+def launchers(plan: RowPlan, device: int | None = None) -> tuple[Any, None]:
+    """(:class:`rtc.Launcher`, None) of ``plan`` (GPU only)."""
+    spec = plan.spec
+    kern = compile_backward(spec) if spec.config.is_backward else compile_forward(spec)
+    return kern.launcher(plan), None
 
 
 def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:

@@ -24,6 +24,7 @@ from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, Sof
 from ._launch import cached_record, current_device, kernel_source
 
 __all__ = [
+    "launchers",
     "C_TYPES",
     "NVRTC_OPTIONS",
     "VARIANT_IDS",
@@ -241,6 +242,11 @@ def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int]:
     barrier = base + rec.barrier_offset
     _memset(barrier, 0, rec.barrier_count, stream)
     return base + rec.stats_offset, barrier
+
+
+def launchers(plan: RowPlan, device: int) -> tuple[rtc.Launcher, None]:
+    """(launcher, None) of ``plan`` on ``device`` (the norms' shape of this call)."""
+    return _launch_record(plan, device).kernel, None
 
 
 def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
