@@ -467,6 +467,14 @@ def compile(
     cuda_headers = bool(cuda_headers)
     key = (arch, source, names, opts, defs, std, name, inc, hdr, cuda_headers)
 
+    return _through_memory(
+        key, lambda: _build(source, names, arch, name, opts, defs, std, inc, hdr, cuda_headers)
+    )
+
+
+def _through_memory(key: tuple, make: Callable[[], CompiledModule]) -> CompiledModule:
+    """The in-process cache in front of ``make`` (disk cache or compile): one ``make`` per key
+    even under concurrent calls, different keys concurrently; records :func:`last_origin`."""
     mod = _cache.memory_get(key)
     if mod is not None:
         _cache._bump("memory_hits")
@@ -480,7 +488,7 @@ def compile(
                 _cache._bump("memory_hits")
                 origin = "memory"
             else:
-                mod = _build(source, names, arch, name, opts, defs, std, inc, hdr, cuda_headers)
+                mod = make()
                 origin = mod.origin
                 _cache.memory_put(key, mod)
     finally:
@@ -643,27 +651,7 @@ def cached_cubin(
     _import_core()
     arch = _normalize_arch(arch)
     parts = tuple(str(k) for k in key)
-    mkey = ("cubin", arch, parts)
-    mod = _cache.memory_get(mkey)
-    if mod is not None:
-        _cache._bump("memory_hits")
-        _tls.origin = "memory"
-        return mod
-    lock = _cache.key_lock(mkey)
-    try:
-        with lock:
-            mod = _cache.memory_get(mkey)
-            if mod is not None:
-                _cache._bump("memory_hits")
-                origin = "memory"
-            else:
-                mod = _load_or_build(parts, build, arch, name)
-                origin = mod.origin
-                _cache.memory_put(mkey, mod)
-    finally:
-        _cache.release_key_lock(mkey, lock)
-    _tls.origin = origin
-    return mod
+    return _through_memory(("cubin", arch, parts), lambda: _load_or_build(parts, build, arch, name))
 
 
 def _load_or_build(parts: tuple[str, ...], build: Callable, arch: str, name: str) -> CompiledModule:

@@ -82,6 +82,22 @@ def _bind_torch() -> bool:
     return True
 
 
+def _last_launch(rows: int, cols: int, barrier_free: bool = True) -> tuple | None:
+    """(backend, plan, backend module) of the general-path launch this thread just made, if
+    the fast path can repeat it: rows to run, torch bound, no scratch (or, ``barrier_free``
+    False, scratch but one CTA a row)."""
+    last = getattr(dispatch._local, "launch", None)
+    dispatch._local.launch = None
+    if last is None or rows == 0 or cols == 0:
+        return None
+    plan = last[1]
+    if plan.ctas_per_row > 1 or (barrier_free and plan.scratch_bytes):
+        return None
+    if _tensor_type is _Unbound and not _bind_torch():
+        return None
+    return last
+
+
 def _store(table: dict, key: tuple, entry: tuple) -> None:
     with _lock:
         if len(table) >= _LIMIT:
@@ -132,13 +148,10 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype) -> tuple
 
 def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, cols, xt):
     """Record the signature of a forward call that just ran on the general path."""
-    last = getattr(dispatch._local, "launch", None)
-    if last is None or rows == 0:
+    last = _last_launch(rows, cols)
+    if last is None:
         return
     backend, plan, mod = last
-    dispatch._local.launch = None
-    if plan.scratch_bytes or (_tensor_type is _Unbound and not _bind_torch()):
-        return
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
         return
     try:
@@ -204,13 +217,10 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple | Non
 def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, xt, rows, cols):
     """Record the signature of a backward call (no fused add) that just ran on the general
     path."""
-    last = getattr(dispatch._local, "launch", None)
-    if last is None or rows == 0:
+    last = _last_launch(rows, cols, barrier_free=False)  # the partials live in scratch
+    if last is None:
         return
     backend, plan, mod = last
-    dispatch._local.launch = None
-    if plan.ctas_per_row > 1 or (_tensor_type is _Unbound and not _bind_torch()):
-        return  # several CTAs a row: barrier counters to zero first
     if not isinstance(x, _tensor_type) or dx.data_ptr() & 15:
         return
     try:
@@ -240,26 +250,26 @@ def _finite(scale: Any) -> bool:
     return scale.__class__ is float and -math.inf < scale < math.inf
 
 
-def softmax_fwd(variant: str, x, mask) -> tuple | None:
-    """(entry, key) of a remembered softmax forward signature, or None."""
-    if not isinstance(x, _tensor_type):
-        return None
-    try:
-        if mask is None:
-            key = (variant, _env.get("DISABLE_NVRTC"), x.data_ptr() & 15, _sig(x), None)
-        else:
-            low = (x.data_ptr() | mask.data_ptr()) & 15
-            key = (variant, _env.get("DISABLE_NVRTC"), low, _sig(x), _sig(mask))
-        return _sm_fwd.get(key)
-    except (TypeError, RuntimeError, AttributeError):
-        return None
+def _sm_fwd_key(variant: str, x, mask) -> tuple:
+    if mask is None:
+        return (variant, _env.get("DISABLE_NVRTC"), x.data_ptr() & 15, _sig(x), None)
+    low = (x.data_ptr() | mask.data_ptr()) & 15
+    return (variant, _env.get("DISABLE_NVRTC"), low, _sig(x), _sig(mask))
+
+
+def _sm_bwd_key(dy, y, ndim: int) -> tuple:
+    low = (dy.data_ptr() | y.data_ptr()) & 15
+    return (ndim, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(y))
 
 
 def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
     """y of a remembered softmax forward signature, or None (take the general path)."""
-    if not _finite(scale):
+    if not _finite(scale) or not isinstance(x, _tensor_type):
         return None
-    entry = softmax_fwd(variant, x, mask)
+    try:
+        entry = _sm_fwd.get(_sm_fwd_key(variant, x, mask))
+    except (TypeError, RuntimeError, AttributeError):
+        return None
     if entry is None:
         return None
     fire, backend, dev, index, rows, cols, xs, ms, sq, heads, mask_batch = entry
@@ -274,21 +284,14 @@ def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
 
 def remember_softmax_fwd(variant: str, x, mask, y, xt, mt, rows: int, cols: int) -> None:
     """Record a softmax forward signature that just ran on the general path."""
-    last = getattr(dispatch._local, "launch", None)
-    if last is None or rows == 0 or cols == 0:
+    last = _last_launch(rows, cols)
+    if last is None:
         return
     backend, plan, mod = last
-    dispatch._local.launch = None
-    if plan.scratch_bytes or (_tensor_type is _Unbound and not _bind_torch()):
-        return
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15 or y.stride() != x.stride():
         return  # y is allocated contiguous: its row pitch must be x's for one saved pitch
     try:
-        key = (
-            variant, _env.get("DISABLE_NVRTC"),
-            (x.data_ptr() | (0 if mask is None else mask.data_ptr())) & 15, _sig(x),
-            None if mask is None else _sig(mask),
-        )  # fmt: skip
+        key = _sm_fwd_key(variant, x, mask)
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
@@ -307,8 +310,7 @@ def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
     if not _finite(scale) or not isinstance(y, _tensor_type) or not isinstance(dy, _tensor_type):
         return None
     try:
-        low = (dy.data_ptr() | y.data_ptr()) & 15
-        entry = _sm_bwd.get((ndim, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(y)))
+        entry = _sm_bwd.get(_sm_bwd_key(dy, y, ndim))
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
@@ -325,18 +327,14 @@ def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
 
 def remember_softmax_bwd(dy, y, dx, dyt, yt, rows: int, cols: int, ndim: int) -> None:
     """Record a softmax backward signature that just ran on the general path."""
-    last = getattr(dispatch._local, "launch", None)
-    if last is None or rows == 0 or cols == 0:
+    last = _last_launch(rows, cols)
+    if last is None:
         return
     backend, plan, mod = last
-    dispatch._local.launch = None
-    if plan.scratch_bytes or (_tensor_type is _Unbound and not _bind_torch()):
-        return
     if not isinstance(y, _tensor_type) or dx.data_ptr() & 15 or dx.stride() != y.stride():
         return
     try:
-        low = (dy.data_ptr() | y.data_ptr()) & 15
-        key = (ndim, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(y))
+        key = _sm_bwd_key(dy, y, ndim)
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
