@@ -1,4 +1,5 @@
-"""Argument bundles handed from dispatch to either backend.
+"""Argument bundles handed from dispatch to either backend, the kernels' parameter layouts and
+the per-norm module surface both backends share.
 
 The tensors are :class:`numba_norms.arrays.Tensor` objects: the NVRTC backend reads ``ptr`` and
 ``strides``, the Numba backend calls ``as_numba()``. ``scratch`` is a uint8 device buffer of
@@ -8,14 +9,17 @@ The tensors are :class:`numba_norms.arrays.Tensor` objects: the NVRTC backend re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 __all__ = [
     "NORM_BWD_PARAMS",
     "NORM_FINALIZE_PARAMS",
     "NORM_FWD_PARAMS",
+    "NORM_OP_EXPORTS",
     "NormBwdArgs",
     "NormFwdArgs",
+    "NormOps",
     "SOFTMAX_BWD_PARAMS",
     "SOFTMAX_FWD_PARAMS",
     "SoftmaxBwdArgs",
@@ -84,3 +88,67 @@ class SoftmaxBwdArgs:
     dx: Any
     scale: float
     scratch: Any | None = None
+
+
+class NormOps:
+    """What a backend's ``layernorm`` / ``rmsnorm`` module exports for its norm, over the
+    backend's shared implementation ``impl`` (its ``_norms`` module).
+
+    ``compile_forward`` / ``compile_backward`` / ``occupancy_forward`` / ``occupancy_backward``
+    check that the spec is of this norm and direction; ``forward`` / ``backward`` / ``launchers``
+    are ``impl``'s own (the hot path: dispatch hands them only plans of this norm).
+
+    Parameters
+    ----------
+    norm : str
+        ``"layernorm"`` or ``"rmsnorm"``.
+    impl : module
+        Provides ``compile_forward(spec, arch)``, ``compile_backward(spec, arch)``,
+        ``occupancy_forward(spec)``, ``occupancy_backward(spec)``, ``forward``, ``backward`` and
+        ``launchers``.
+    """
+
+    def __init__(self, norm: str, impl: ModuleType) -> None:
+        self._fwd, self._bwd, self._impl = f"{norm}_fwd", f"{norm}_bwd", impl
+        self.forward, self.backward, self.launchers = impl.forward, impl.backward, impl.launchers
+
+    def _check(self, spec: Any, op: str) -> Any:
+        if spec.op != op:
+            raise ValueError(f"expected a {op} spec, got {spec.op}")
+        return spec
+
+    def compile_forward(self, spec: Any, arch: str | None = None) -> Any:
+        """Build (cached) the forward kernel of ``spec`` for the current device, or with
+        ``arch`` (no GPU needed) only compile it: NVRTC returns the module, Numba the PTX."""
+        return self._impl.compile_forward(self._check(spec, self._fwd), arch)
+
+    def compile_backward(self, spec: Any, arch: str | None = None) -> Any:
+        """As :meth:`compile_forward`, for the backward kernel and its dgamma/dbeta finalize."""
+        return self._impl.compile_backward(self._check(spec, self._bwd), arch)
+
+    def occupancy_forward(self, spec: Any) -> int:
+        """Max resident CTAs per SM of the forward kernel on the current device."""
+        return self._impl.occupancy_forward(self._check(spec, self._fwd))
+
+    def occupancy_backward(self, spec: Any) -> int:
+        """Max resident CTAs per SM of the backward kernel on the current device."""
+        return self._impl.occupancy_backward(self._check(spec, self._bwd))
+
+    def exports(self) -> tuple:
+        """(compile_forward, compile_backward, occupancy_forward, occupancy_backward, forward,
+        backward, launchers): the module-level names of an op module, in that order."""
+        return (
+            self.compile_forward, self.compile_backward, self.occupancy_forward,
+            self.occupancy_backward, self.forward, self.backward, self.launchers,
+        )  # fmt: skip
+
+
+NORM_OP_EXPORTS = [
+    "backward",
+    "compile_backward",
+    "compile_forward",
+    "forward",
+    "launchers",
+    "occupancy_backward",
+    "occupancy_forward",
+]

@@ -31,14 +31,16 @@ __all__ = [
     "NVRTC_OPTIONS",
     "backward",
     "backward_names",
-    "compile_op",
+    "compile_backward",
+    "compile_forward",
     "compile_spec",
     "forward",
     "forward_name",
     "launchers",
     "load",
     "occupancy",
-    "occupancy_op",
+    "occupancy_backward",
+    "occupancy_forward",
 ]
 
 _DIR = Path(__file__).resolve().parent
@@ -171,28 +173,37 @@ def occupancy(spec: NormSpec) -> int:
     return main.occupancy(spec.threads, 0)
 
 
-def _check_op(spec: NormSpec, op: str) -> None:
-    if spec.op != op:
-        raise ValueError(f"expected a {op} spec, got {spec.op}")
+def _direction(spec: NormSpec, backward: bool) -> NormSpec:
+    if spec.config.is_backward != backward:
+        raise ValueError(f"{spec.op} is not a {'backward' if backward else 'forward'} op")
+    return spec
 
 
-def compile_op(spec: NormSpec, op: str, arch: str | None = None) -> rtc.CompiledModule:
-    """``compile_forward``/``compile_backward`` of the op modules.
-
-    With ``arch`` this only compiles (no GPU needed); without, it compiles for the current
-    device and loads the kernels, so the first launch finds them ready.
-    """
-    _check_op(spec, op)
+def _compile(spec: NormSpec, arch: str | None) -> rtc.CompiledModule:
     if arch is not None:
         return compile_spec(spec, arch)
-    load(spec)
+    load(spec)  # compile for the current device and load: the first launch finds them ready
     return compile_spec(spec)  # an in-process cache hit by now
 
 
-def occupancy_op(spec: NormSpec, op: str) -> int:
-    """``occupancy_forward``/``occupancy_backward`` of the op modules."""
-    _check_op(spec, op)
-    return occupancy(spec)
+def compile_forward(spec: NormSpec, arch: str | None = None) -> rtc.CompiledModule:
+    """The compiled module of a forward spec (loaded on the current device unless ``arch``)."""
+    return _compile(_direction(spec, False), arch)
+
+
+def compile_backward(spec: NormSpec, arch: str | None = None) -> rtc.CompiledModule:
+    """The compiled module of a backward spec (main and finalize kernels)."""
+    return _compile(_direction(spec, True), arch)
+
+
+def occupancy_forward(spec: NormSpec) -> int:
+    """Max resident CTAs per SM of a forward spec's kernel on the current device."""
+    return occupancy(_direction(spec, False))
+
+
+def occupancy_backward(spec: NormSpec) -> int:
+    """Max resident CTAs per SM of a backward spec's main kernel on the current device."""
+    return occupancy(_direction(spec, True))
 
 
 # ----------------------------------------------------------------------------------------------
