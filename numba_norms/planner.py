@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from .registry import WARP_SIZE, NormConfig, SoftmaxConfig
 
@@ -88,14 +89,13 @@ def vector_elements(alignments_and_sizes: list[tuple[int, int]], limit: int) -> 
     return max(n, 1)
 
 
-@dataclass(frozen=True)
-class NormSpec:
-    """What one compiled norm kernel is specialised on (both backends)."""
+class _RowSpec:
+    """What norm and softmax specs share: the config's thread mapping, read through."""
 
-    config: NormConfig
-    num_elts: int  # elements per vector access
-    ldgs: int  # vector accesses per thread per row
-    general: bool  # bounds-checked columns (any row length)
+    __slots__ = ()
+    config: Any
+    num_elts: int
+    ldgs: int
     ctas_per_row: int
 
     @property
@@ -118,6 +118,17 @@ class NormSpec:
     def cols_per_row_pass(self) -> int:
         """Columns covered by all CTAs of a row: the kernel handles rows up to this length."""
         return self.ctas_per_row * self.config.warps_n * WARP_SIZE * self.num_elts * self.ldgs
+
+
+@dataclass(frozen=True)
+class NormSpec(_RowSpec):
+    """What one compiled norm kernel is specialised on (both backends)."""
+
+    config: NormConfig
+    num_elts: int  # elements per vector access
+    ldgs: int  # vector accesses per thread per row
+    general: bool  # bounds-checked columns (any row length)
+    ctas_per_row: int
 
     @property
     def n_partials(self) -> int:
@@ -295,7 +306,7 @@ def norm_plan(
 
 
 @dataclass(frozen=True)
-class SoftmaxSpec:
+class SoftmaxSpec(_RowSpec):
     """What one compiled softmax kernel is specialised on (both backends).
 
     The thread mapping is the norms' (docs/design.md): warp entries are ``warps_m`` rows of one
@@ -310,28 +321,8 @@ class SoftmaxSpec:
     n_partials: int = 0
 
     @property
-    def op(self) -> str:
-        return self.config.op
-
-    @property
     def variant(self) -> str:
         return self.config.variant
-
-    @property
-    def threads(self) -> int:
-        return self.config.threads
-
-    @property
-    def warps_m(self) -> int:
-        return self.config.warps_m
-
-    @property
-    def warps_n(self) -> int:
-        return self.config.warps_n
-
-    @property
-    def cols_per_row_pass(self) -> int:
-        return self.ctas_per_row * self.config.warps_n * WARP_SIZE * self.num_elts * self.ldgs
 
     @property
     def kernel_key(self) -> tuple:
