@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pickle
+import struct
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import time
 import uuid
 import warnings
 
+import numpy as np
 import pytest
 
 import rtc
@@ -665,3 +667,55 @@ def test_public_api_surface():
 def test_rtc_does_not_import_numba_norms():
     code = "import sys, rtc; assert not any(m.startswith('numba_norms') for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launcher (fake driver: what would reach cuLaunchKernel)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_launcher_packs_each_parameter_in_its_slot(monkeypatch):
+    from tests.fakes import FakeDriver
+
+    drv = FakeDriver({0xC0FFEE: "k"}).install(monkeypatch)
+    fire = rtc.Launcher(0xC0FFEE, (3, 2), 128, "PiqfdI", shared_mem=64, cooperative=True)
+    fire(0x55, 2**63 + 5, -7, -(2**40), 0.1, 0.1, 2**32 - 1)
+    (label, grid, block, args, stream, coop) = drv.launches[0]
+    assert (label, grid, block, stream, coop) == ("k", (3, 2, 1), (128, 1, 1), 0x55, True)
+    assert args[:3] == (2**63 + 5, -7, -(2**40))
+    assert args[3] == np.float32(0.1) and args[4] == 0.1 and args[5] == 2**32 - 1
+    with pytest.raises(ValueError, match="unknown codes"):
+        rtc.Launcher(1, 1, 1, "Px")
+    with pytest.raises(struct.error):  # a value that does not fit its slot
+        fire(0, 0, 2**31, 0, 0.0, 0.0, 0)
+
+
+def test_launcher_is_thread_safe(monkeypatch):
+    """Threads sharing one launcher never see each other's half-packed parameter blocks."""
+    from tests.fakes import FakeDriver
+
+    drv = FakeDriver({0xAB: "k"}).install(monkeypatch)
+    fire = rtc.Launcher(0xAB, 1, 32, "PqiP")
+    errors = []
+
+    def worker(t: int) -> None:
+        try:
+            for i in range(300):
+                v = t * 1_000_000 + i
+                fire(t, v, v, v % 1000, v)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: interleavings a lock must prevent
+    try:
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors and len(drv.launches) == 8 * 300
+    for _, _, _, (a, b, c, d), stream, _ in drv.launches:
+        assert a == b == d and c == a % 1000 and a // 1_000_000 == stream
