@@ -20,6 +20,9 @@ __all__ = [
     "scaled_softmax",
     "scaled_upper_triang_softmax",
     "softmax_bwd",
+    "softmax_keep",
+    "softmax_kept",
+    "softmax_rows",
 ]
 
 NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
@@ -79,7 +82,9 @@ def rmsnorm_bwd(dy, x, rsigma, gamma, zero_centered=False, add=None):
     return dx, (dy * xhat).sum(0)
 
 
-def _softmax(v, keep):
+def softmax_kept(v, keep):
+    """float64 softmax of ``v`` over the positions ``keep`` marks along the last axis; zeros
+    elsewhere and in rows that keep nothing."""
     v = np.where(keep, v, -np.inf)
     m = v.max(-1, keepdims=True)
     safe = np.where(np.isfinite(m), m, 0.0)
@@ -90,31 +95,65 @@ def _softmax(v, keep):
 
 def scaled_softmax(x, scale):
     v = f64(x) * scale
-    return _softmax(v, np.ones(v.shape, bool))
+    return softmax_kept(v, np.ones(v.shape, bool))
 
 
 def scaled_masked_softmax(x, mask, scale):
     v = f64(x) * scale
     m = np.broadcast_to(np.asarray(mask).astype(bool), v.shape)
     v = np.where(m, -10000.0, v)
-    y = _softmax(v, np.ones(v.shape, bool))
+    y = softmax_kept(v, np.ones(v.shape, bool))
     return np.where(m.all(-1, keepdims=True), 0.0, y)
 
 
 def causal_keep(sq, sk):
+    """[sq, sk] positions kept by the bottom-right aligned causal mask (j <= i + sk - sq)."""
     i = np.arange(sq)[:, None]
     j = np.arange(sk)[None, :]
     return j <= i + (sk - sq)
 
 
+def softmax_keep(variant: str, sq: int, sk: int) -> np.ndarray:
+    """[sq, sk] kept positions of a softmax variant: ``upper_triang`` j <= i (for any sq, sk),
+    ``aligned_causal`` :func:`causal_keep`, every position otherwise."""
+    if variant == "upper_triang":
+        return np.arange(sk)[None, :] <= np.arange(sq)[:, None]
+    if variant == "aligned_causal":
+        return causal_keep(sq, sk)
+    return np.ones((sq, sk), bool)
+
+
+def softmax_rows(x, variant: str, sq: int, scale, mask=None, heads: int = 1, mask_batch: int = 1):
+    """Forward of a softmax variant on ``[rows, cols]`` rows, row ``r`` being query ``r % sq``
+    of batch ``r // (heads * sq)`` (the kernels' view of ``[b, h, sq, sk]``).
+
+    ``mask`` is ``[mask_batch * sq, cols]`` (nonzero: masked). Returns ``(y, keep)``: the
+    float64 output and the positions that carry probability (what is not kept must be 0).
+    """
+    v = f64(x) * scale
+    rows = v.shape[0]
+    i = np.arange(rows)[:, None] % sq
+    if variant == "masked":
+        b = np.arange(rows) // (heads * sq)
+        masked = np.asarray(mask)[(0 if mask_batch == 1 else b) * sq + i[:, 0]] != 0
+        v, keep = np.where(masked, -10000.0, v), ~masked
+        empty = masked.all(-1, keepdims=True)
+        y = softmax_kept(v, np.ones(v.shape, bool))
+    else:
+        keep = softmax_keep(variant, sq, v.shape[1])[i[:, 0]]
+        empty = ~keep.any(-1, keepdims=True)
+        y = softmax_kept(v, keep)
+    return np.where(empty, 0.0, y), keep & ~empty
+
+
 def scaled_upper_triang_softmax(x, scale):
     v = f64(x) * scale
-    return _softmax(v, np.broadcast_to(causal_keep(v.shape[-2], v.shape[-1]), v.shape))
+    return softmax_kept(v, np.broadcast_to(causal_keep(v.shape[-2], v.shape[-1]), v.shape))
 
 
 def scaled_aligned_causal_softmax(x, scale):
     v = f64(x) * scale
-    return _softmax(v, np.broadcast_to(causal_keep(v.shape[-2], v.shape[-1]), v.shape))
+    return softmax_kept(v, np.broadcast_to(causal_keep(v.shape[-2], v.shape[-1]), v.shape))
 
 
 def softmax_bwd(dy, y, scale):

@@ -87,31 +87,11 @@ def _plan(op: str, variant: str, dtype: str, rows: int, cols: int, arrays, cfg=N
     return planner.softmax_plan(spec, rows, cols, SIM_LIMITS, occ)
 
 
-def _keep(variant: str, sq: int, sk: int) -> np.ndarray:
-    """[sq, sk] kept positions of the causal variants (upper_triang: j <= i, any sq)."""
-    i = np.arange(sq)[:, None]
-    j = np.arange(sk)[None, :]
-    if variant == "upper_triang":
-        return j <= i
-    if variant == "aligned_causal":
-        return j <= i + (sk - sq)
-    return np.ones((sq, sk), bool)
-
-
-def _softmax64(v: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """float64 softmax over the kept positions; zeros elsewhere and in rows keeping nothing."""
-    v = np.where(keep, v, -np.inf)
-    m = v.max(-1, keepdims=True)
-    e = np.where(keep, np.exp(v - np.where(np.isfinite(m), m, 0.0)), 0.0)
-    s = e.sum(-1, keepdims=True)
-    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
-
-
 def _reference_fwd(variant, x4, scale, mask4=None):
     if variant == "masked":
         return ref.scaled_masked_softmax(x4, mask4, scale)
-    keep = np.broadcast_to(_keep(variant, x4.shape[-2], x4.shape[-1]), x4.shape)
-    return _softmax64(x4.astype(np.float64) * scale, keep)
+    keep = np.broadcast_to(ref.softmax_keep(variant, x4.shape[-2], x4.shape[-1]), x4.shape)
+    return ref.softmax_kept(x4.astype(np.float64) * scale, keep)
 
 
 def run_forward(variant, dtype, b, h, sq, sk, *, mask_batch=1, pitch=None, scale=0.7, cfg=None,
@@ -179,9 +159,10 @@ def test_forward(variant, dtype, sk):
     )
     assert_close(y, expected, dtype, what=f"{variant} y")
     if variant in ("upper_triang", "aligned_causal"):
-        excluded = ~np.broadcast_to(_keep(variant, sq, sk), y.shape)
+        excluded = ~np.broadcast_to(ref.softmax_keep(variant, sq, sk), y.shape)
         assert (y[excluded] == 0).all(), "excluded positions must be exactly 0"
-        empty = ~_keep(variant, sq, sk).any(-1)  # aligned causal, sk < sq: rows keeping nothing
+        # aligned causal, sk < sq: rows keeping nothing
+        empty = ~ref.softmax_keep(variant, sq, sk).any(-1)
         assert (y[..., empty, :] == 0).all()
     if variant == "masked":
         full = np.broadcast_to(mask4.astype(bool).all(-1, keepdims=True), y.shape)

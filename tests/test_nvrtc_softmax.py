@@ -25,6 +25,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from numba_norms import reference as ref
 from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
 from numba_norms.backends.nvrtc import softmax as nv_softmax
 from numba_norms.planner import DeviceLimits, SoftmaxSpec, softmax_spec
@@ -443,30 +444,6 @@ def _emu_lib(d: Path, expr: str, multi: bool) -> ctypes.CDLL:
     return ctypes.CDLL(str(so))
 
 
-def _emu_ref(x, variant, sq, heads, mask, mask_batch, scale):
-    rows, cols = x.shape
-    i = np.arange(rows)[:, None] % sq
-    j = np.arange(cols)[None, :]
-    v = x * scale
-    if variant == "masked":
-        b = np.arange(rows) // (heads * sq)
-        masked = mask[(0 if mask_batch == 1 else b) * sq + i[:, 0]] != 0
-        v, keep = np.where(masked, -10000.0, v), ~masked
-        empty = masked.all(1, keepdims=True)
-    else:
-        keep = np.ones(v.shape, bool)
-        if variant == "upper_triang":
-            keep = np.broadcast_to(j <= i, v.shape)
-        elif variant == "aligned_causal":
-            keep = np.broadcast_to(j <= i + (cols - sq), v.shape)
-        v = np.where(keep, v, -np.inf)
-        empty = ~keep.any(1, keepdims=True)
-    m = v.max(1, keepdims=True)
-    e = np.exp(v - np.where(np.isfinite(m), m, 0.0))
-    s = e.sum(1, keepdims=True)
-    return np.where(empty, 0.0, e / np.where(s > 0, s, 1.0)), keep & ~empty
-
-
 # (dtype, (warps_m, warps_n, num_elts, ldgs), variant, rows, cols, pitch, grid, sq, heads, mb)
 _EMU_FWD = [
     ("bf16", (4, 1, 8, 4), "scaled", 13, 1000, 1000, (1, 2), 13, 1, 1),
@@ -524,10 +501,9 @@ def test_emulated_forward(emu_dir, case):
         ctypes.c_float(0.37), _ptr(stats), _ptr(barrier),
     )  # fmt: skip
     got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
-    want, keep = _emu_ref(
-        x[:, :cols].astype(np.float64), variant, sq, heads,
-        None if mask is None else mask[:, :cols], mb, 0.37,
-    )  # fmt: skip
+    want, keep = ref.softmax_rows(
+        x[:, :cols], variant, sq, 0.37, None if mask is None else mask[:, :cols], heads, mb
+    )
     err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
     assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
     assert np.all(got[~keep] == 0.0), "masked/excluded positions must be exactly 0"

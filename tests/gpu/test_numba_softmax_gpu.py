@@ -56,24 +56,6 @@ def _storage(a: np.ndarray, dtype: str) -> np.ndarray:
     return a.view(np.uint16) if dtype == "bf16" else a
 
 
-def _keep(variant: str, sq: int, sk: int) -> np.ndarray:
-    i = np.arange(sq)[:, None]
-    j = np.arange(sk)[None, :]
-    if variant == "upper_triang":
-        return j <= i
-    if variant == "aligned_causal":
-        return j <= i + (sk - sq)
-    return np.ones((sq, sk), bool)
-
-
-def _softmax64(v, keep):
-    v = np.where(keep, v, -np.inf)
-    m = v.max(-1, keepdims=True)
-    e = np.where(keep, np.exp(v - np.where(np.isfinite(m), m, 0.0)), 0.0)
-    s = e.sum(-1, keepdims=True)
-    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
-
-
 def _vec(arrays, cfg) -> int:
     pairs = []
     for a in arrays:
@@ -143,8 +125,8 @@ def test_forward(variant, dtype, sk):
         full = np.broadcast_to(mask4.astype(bool).all(-1, keepdims=True), y.shape)
         assert (y[full] == 0).all()
     else:
-        keep = np.broadcast_to(_keep(variant, sq, sk), y.shape)
-        expected = _softmax64(x4.astype(np.float64) * 0.6, keep)
+        keep = np.broadcast_to(ref.softmax_keep(variant, sq, sk), y.shape)
+        expected = ref.softmax_kept(x4.astype(np.float64) * 0.6, keep)
         assert (y[~keep] == 0).all(), "excluded positions must be exactly 0"
     # values ~1/kept: compare relative to the row (the reference's row max sets the scale)
     n = 1.0 / np.maximum(expected.max(-1, keepdims=True), 1e-30)
@@ -196,7 +178,7 @@ def test_row_strided_on_a_stream(dtype):
     y = d_yfull.copy_to_host()
     y = (y.view(npd) if dtype == "bf16" else y).astype(np.float64)
     assert np.isnan(y[:, sk:]).all(), "wrote into the row padding"
-    expected = _softmax64(x[:, :sk].astype(np.float64), np.ones((rows, sk), bool))
+    expected = ref.softmax_kept(x[:, :sk].astype(np.float64), np.ones((rows, sk), bool))
     assert_close(y[:, :sk], expected, dtype, what="y")
 
 
@@ -212,9 +194,10 @@ def test_multi_cta_many_row_groups(cols):
     assert plan.ctas_per_row > 1 and plan.cooperative
     sm.forward(plan, SoftmaxFwdArgs(d_x, d_y, None, 1.0, rows, scratch=_scratch(plan)), 0)
     y = d_y.copy_to_host().astype(np.float64)
-    keep = _keep("aligned_causal", rows, cols)
+    keep = ref.softmax_keep("aligned_causal", rows, cols)
     assert (y[~keep] == 0).all()
-    _check(y, _softmax64(x.astype(np.float64), keep), "fp32", keep.sum(-1, keepdims=True), "y")
+    want = ref.softmax_kept(x.astype(np.float64), keep)
+    _check(y, want, "fp32", keep.sum(-1, keepdims=True), "y")
 
 
 @pytest.mark.parametrize("sk", [1000, 4097, 32768])

@@ -19,6 +19,7 @@ from numba import cuda
 
 import rtc
 from numba_norms import dispatch, planner, registry
+from numba_norms import reference as ref
 from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
 from numba_norms.backends.nvrtc import softmax as nv
 from tests.conftest import HAS_GPU
@@ -137,34 +138,6 @@ def _shape(variant: str, sk: int) -> tuple[int, int, int, int, int | None]:
 # ------------------------------------------------------------------------------------------------
 
 
-def _ref_fwd(x, variant, sq, heads, mask, mask_batch, scale):
-    rows, cols = x.shape
-    v = x * scale
-    r = np.arange(rows)[:, None]
-    i = r % sq
-    j = np.arange(cols)[None, :]
-    keep = np.ones_like(v, bool)
-    if variant == "masked":
-        b = r[:, 0] // (heads * sq)
-        mrow = (0 if mask_batch == 1 else b) * sq + i[:, 0]
-        masked = mask[mrow] != 0
-        v = np.where(masked, -10000.0, v)
-        keep = ~masked  # masked positions must come out exactly 0 (exp(-10000 - max))
-        empty = masked.all(1, keepdims=True)
-    else:
-        if variant == "upper_triang":
-            keep = np.broadcast_to(j <= i, v.shape)
-        elif variant == "aligned_causal":
-            keep = np.broadcast_to(j <= i + (cols - sq), v.shape)
-        v = np.where(keep, v, -np.inf)
-        empty = ~keep.any(1, keepdims=True)
-    m = v.max(1, keepdims=True)
-    e = np.exp(v - np.where(np.isfinite(m), m, 0.0))
-    s = e.sum(1, keepdims=True)
-    y = e / np.where(s > 0, s, 1.0)
-    return np.where(empty, 0.0, y), keep & ~empty
-
-
 def _check(got, want, dtype, what):
     assert not np.isnan(got).any(), f"{what}: NaN in result"
     scale = max(float(np.abs(want).max()), 1e-30)
@@ -189,7 +162,7 @@ def _run_fwd(variant, dtype, b, h, sq, sk, mask_batch, rng, pad=0, repeat=False,
     nv.forward(plan, args, 0)
     cuda.synchronize()
     got = y.host(sk)
-    want, keep = _ref_fwd(xv, variant, sq, h, mask, mask_batch, SCALE)
+    want, keep = ref.softmax_rows(xv, variant, sq, SCALE, mask, h, mask_batch)
     what = f"{variant} {dtype} b={b} h={h} sq={sq} sk={sk} ctas={plan.ctas_per_row}"
     _check(got, want, dtype, what)
     assert np.all(got[~keep] == 0.0), f"{what}: masked/excluded positions are not exactly 0"
@@ -244,7 +217,7 @@ def test_aligned_causal_short_keys(dtype, sk):
     nv.forward(plan, SoftmaxFwdArgs(x, y, None, SCALE, sq, 1, 1, scratch), 0)
     cuda.synchronize()
     got = y.host()
-    want, keep = _ref_fwd(x.host(), "aligned_causal", sq, 1, None, 1, SCALE)
+    want, keep = ref.softmax_rows(x.host(), "aligned_causal", sq, SCALE)
     _check(got, want, dtype, f"aligned_causal sk={sk} sq={sq}")
     assert np.all(got[~keep] == 0.0)
     assert np.all(got[:5] == 0.0)
