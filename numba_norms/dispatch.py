@@ -190,12 +190,14 @@ def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, t
     """
     choice = choose_backend()
     mod = backend_module(choice.name, op)
-    plan = _norm_plan(choice.name, mod, key, rows, cols, tuple(tensors), call.device)
+    vec = tuple(tensors)
+    plan = _norm_plan(choice.name, mod, key, rows, cols, vec, call.device)
     args.scratch = _scratch(call, plan.scratch_bytes)
     launch = mod.backward if key.op.endswith("_bwd") else mod.forward
     launch(plan, args, call.stream_handle)
     _local.backend = choice.name
-    _local.launch = (choice.name, plan, mod)  # for the ops' fast path (ops/_fast.py)
+    # for the ops' fast path (ops/_fast.py): what ran, and the plan-cache entry it came from
+    _local.launch = (choice.name, plan, mod, (choice.name, call.device, key, rows, cols, vec))
 
 
 def _softmax_plan(
@@ -227,14 +229,14 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
     """Plan and launch one softmax kernel (``op`` is "softmax_fwd" or "softmax_bwd")."""
     choice = choose_backend()
     mod = backend_module(choice.name, "softmax")
-    plan = _softmax_plan(
-        choice.name, mod, op, variant, dtype, rows, cols, tuple(tensors), call.device
-    )
+    vec = tuple(tensors)
+    plan = _softmax_plan(choice.name, mod, op, variant, dtype, rows, cols, vec, call.device)
     args.scratch = _scratch(call, plan.scratch_bytes)
     launch = mod.backward if op == "softmax_bwd" else mod.forward
     launch(plan, args, call.stream_handle)
     _local.backend = choice.name
-    _local.launch = (choice.name, plan, mod)  # for the ops' fast path (ops/_fast.py)
+    ck = (choice.name, call.device, op, variant, dtype, rows, cols, vec)
+    _local.launch = (choice.name, plan, mod, ck)  # for the ops' fast path (ops/_fast.py)
 
 
 # Grow-only scratch per (device, stream) for callers whose arrays have no caching allocator:

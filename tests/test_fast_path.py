@@ -242,3 +242,22 @@ def test_softmax_backward_signatures_keep_the_rank_check(sm_env):
         nn.scaled_softmax_bwd(dy, y, 1.0)  # [b, h, sq, sk] required here
     with pytest.raises((TypeError, ValueError), match="scale"):
         nn.scaled_upper_triang_masked_softmax_bwd(dy, y, float("nan"))
+
+
+def test_a_cleared_plan_cache_ends_the_fast_path(env, monkeypatch):
+    """Tools re-plan by clearing dispatch's plan cache (the tuner, tests steering the registry):
+    a remembered signature must not outlive the plan it repeats."""
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    nn.layernorm_fwd(x, g, b)
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 1
+    dispatch._plan_cache.clear()
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 2
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 2  # remembered again, with the new plan
+    monkeypatch.setattr(dispatch, "_plan_cache", {})  # replaced rather than cleared
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 3

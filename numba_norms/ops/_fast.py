@@ -98,11 +98,21 @@ def _last_launch(rows: int, cols: int, barrier_free: bool = True) -> tuple | Non
     return last
 
 
-def _store(table: dict, key: tuple, entry: tuple) -> None:
+def _store(table: dict, key: tuple, ck: tuple, plan: Any, entry: tuple) -> None:
+    """Remember ``entry`` for ``key``, valid while dispatch's plan cache holds ``plan``."""
     with _lock:
         if len(table) >= _LIMIT:
             table.clear()
-        table[key] = entry
+        table[key] = (ck, plan, entry)
+
+
+def _hit(table: dict, key: tuple) -> tuple | None:
+    """The entry of ``key``, or None; also None once dispatch's plan cache no longer holds the
+    plan the entry repeats (cleared or replaced: tools and tests re-plan that way)."""
+    rec = table.get(key)
+    if rec is None or dispatch._plan_cache.get(rec[0]) is not rec[1]:
+        return None
+    return rec[2]
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +137,7 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype) -> tuple
     if eps.__class__ is not float or not (0.0 <= eps < math.inf):
         return None
     try:
-        entry = _fwd.get(_fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype))
+        entry = _hit(_fwd, _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype))
     except (TypeError, RuntimeError, AttributeError):  # unhashable out_dtype, sparse, not torch
         return None
     if entry is None:
@@ -151,7 +161,7 @@ def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, 
     last = _last_launch(rows, cols)
     if last is None:
         return
-    backend, plan, mod = last
+    backend, plan, mod, ck = last
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
         return
     try:
@@ -164,7 +174,7 @@ def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, 
         fire, backend, y.device, xt.device, tuple(y.shape), y.dtype, rows, cols,
         xt.rows_cols()[2], 1 if zero_centered_gamma else 0,
     )  # fmt: skip
-    _store(_fwd, key, entry)
+    _store(_fwd, key, ck, plan, entry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,7 +196,7 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple | Non
     if not isinstance(x, _tensor_type) or not isinstance(dy, _tensor_type):
         return None
     try:
-        entry = _bwd.get(_bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma))
+        entry = _hit(_bwd, _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma))
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
@@ -220,7 +230,7 @@ def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, x
     last = _last_launch(rows, cols, barrier_free=False)  # the partials live in scratch
     if last is None:
         return
-    backend, plan, mod = last
+    backend, plan, mod, ck = last
     if not isinstance(x, _tensor_type) or dx.data_ptr() & 15:
         return
     try:
@@ -235,7 +245,7 @@ def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, x
         (dyt.rows_cols()[2], xt.rows_cols()[2]), 1 if zero_centered_gamma else 0,
         (plan.partial_offset, plan.dbeta_partial_offset), sizes,
     )  # fmt: skip
-    _store(_bwd, key, entry)
+    _store(_bwd, key, ck, plan, entry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,7 +277,7 @@ def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
     if not _finite(scale) or not isinstance(x, _tensor_type):
         return None
     try:
-        entry = _sm_fwd.get(_sm_fwd_key(variant, x, mask))
+        entry = _hit(_sm_fwd, _sm_fwd_key(variant, x, mask))
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
@@ -287,7 +297,7 @@ def remember_softmax_fwd(variant: str, x, mask, y, xt, mt, rows: int, cols: int)
     last = _last_launch(rows, cols)
     if last is None:
         return
-    backend, plan, mod = last
+    backend, plan, mod, ck = last
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15 or y.stride() != x.stride():
         return  # y is allocated contiguous: its row pitch must be x's for one saved pitch
     try:
@@ -302,7 +312,7 @@ def remember_softmax_fwd(variant: str, x, mask, y, xt, mt, rows: int, cols: int)
         fire, backend, y.device, xt.device, rows, cols, xt.rows_cols()[2],
         0 if mt is None else mt.rows_cols()[2], sq, heads, 1 if mt is None else mt.shape[0],
     )  # fmt: skip
-    _store(_sm_fwd, key, entry)
+    _store(_sm_fwd, key, ck, plan, entry)
 
 
 def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
@@ -310,7 +320,7 @@ def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
     if not _finite(scale) or not isinstance(y, _tensor_type) or not isinstance(dy, _tensor_type):
         return None
     try:
-        entry = _sm_bwd.get(_sm_bwd_key(dy, y, ndim))
+        entry = _hit(_sm_bwd, _sm_bwd_key(dy, y, ndim))
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
@@ -330,7 +340,7 @@ def remember_softmax_bwd(dy, y, dx, dyt, yt, rows: int, cols: int, ndim: int) ->
     last = _last_launch(rows, cols)
     if last is None:
         return
-    backend, plan, mod = last
+    backend, plan, mod, ck = last
     if not isinstance(y, _tensor_type) or dx.data_ptr() & 15 or dx.stride() != y.stride():
         return
     try:
@@ -342,4 +352,4 @@ def remember_softmax_bwd(dy, y, dx, dyt, yt, rows: int, cols: int, ndim: int) ->
     entry = (
         fire, backend, dx.device, yt.device, rows, cols, dyt.rows_cols()[2], yt.rows_cols()[2],
     )  # fmt: skip
-    _store(_sm_bwd, key, entry)
+    _store(_sm_bwd, key, ck, plan, entry)
