@@ -486,50 +486,15 @@ else:
                             with o2:
                                 none(j)
 
-    @intrinsic
-    def _ld(typingctx, src, idx, dst, off, n):
-        """dst[off:off+n] = fp32(src[idx:idx+n]): one aligned vector load per 16 bytes."""
-        if not _check(src, dst, n):
-            return None
-
-        def codegen(context, builder, sig, args):
-            g, a = _operands(context, builder, sig, args)
-            _emit_load(builder, _kind(sig.args[0]), g, a, n.literal_value)
-            return context.get_dummy_value()
-
-        return types.void(src, idx, dst, off, n), codegen
-
-    @intrinsic
-    def _ld_g(typingctx, src, idx, dst, off, n, avail):
-        """Bounds-checked :func:`_ld`: elements ``j >= avail`` read as 0."""
-        if not _check(src, dst, n):
-            return None
-        count = n.literal_value
-
-        def codegen(context, builder, sig, args):
-            g, a = _operands(context, builder, sig, args)
-            kind = _kind(sig.args[0])
-            av = context.cast(builder, args[5], sig.args[5], types.int64)
-
-            def one(j):
-                _emit_load(builder, kind, builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)]), 1)
-
-            def none(j):
-                builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(a, [_c64(j)]))
-
-            _guarded(builder, count, av, lambda: _emit_load(builder, kind, g, a, count), one, none)
-            return context.get_dummy_value()
-
-        return types.void(src, idx, dst, off, n, avail), codegen
-
-    def _store_intrinsics(hw: bool, fp8: str | None, hw_fp8: bool):
-        def emit(builder, kind, g, a, count):
-            _emit_store(builder, kind, g, a, count, hw, fp8, hw_fp8)
+    def _access_pair(emit, zero_fill: bool):
+        """(plain, bounds-checked) vector-access intrinsics ``f(ptr, idx, arr, off, n[, avail])``
+        between ``ptr[idx:idx+n]`` (global storage) and ``arr[off:off+n]`` (local float32);
+        ``emit(builder, kind, g, a, count)`` moves the elements (a load or a store). The checked
+        form moves only elements ``j < avail``; with ``zero_fill`` the others read as 0."""
 
         @intrinsic
-        def _st(typingctx, dst, idx, src, off, n):
-            """dst[idx:idx+n] = storage(src[off:off+n]): one aligned vector store per 16 B."""
-            if not _check(dst, src, n):
+        def plain(typingctx, ptr, idx, arr, off, n):
+            if not _check(ptr, arr, n):
                 return None
 
             def codegen(context, builder, sig, args):
@@ -537,12 +502,11 @@ else:
                 emit(builder, _kind(sig.args[0]), g, a, n.literal_value)
                 return context.get_dummy_value()
 
-            return types.void(dst, idx, src, off, n), codegen
+            return types.void(ptr, idx, arr, off, n), codegen
 
         @intrinsic
-        def _st_g(typingctx, dst, idx, src, off, n, avail):
-            """Bounds-checked :func:`_st`: only elements ``j < avail`` are written."""
-            if not _check(dst, src, n):
+        def checked(typingctx, ptr, idx, arr, off, n, avail):
+            if not _check(ptr, arr, n):
                 return None
             count = n.literal_value
 
@@ -552,13 +516,30 @@ else:
                 av = context.cast(builder, args[5], sig.args[5], types.int64)
 
                 def one(j):
-                    gj, aj = builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)])
-                    emit(builder, kind, gj, aj, 1)
+                    emit(builder, kind, builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)]), 1)
 
-                _guarded(builder, count, av, lambda: emit(builder, kind, g, a, count), one)
+                def none(j):
+                    builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(a, [_c64(j)]))
+
+                full = lambda: emit(builder, kind, g, a, count)  # noqa: E731
+                _guarded(builder, count, av, full, one, none if zero_fill else None)
                 return context.get_dummy_value()
 
-            return types.void(dst, idx, src, off, n, avail), codegen
+            return types.void(ptr, idx, arr, off, n, avail), codegen
+
+        return plain, checked
+
+    # dst[off:off+n] = fp32(src[idx:idx+n]), one aligned vector load per 16 bytes; the checked
+    # form reads elements j >= avail as 0
+    _ld, _ld_g = _access_pair(_emit_load, zero_fill=True)
+
+    def _store_intrinsics(hw: bool, fp8: str | None, hw_fp8: bool):
+        def emit(builder, kind, g, a, count):
+            _emit_store(builder, kind, g, a, count, hw, fp8, hw_fp8)
+
+        # dst[idx:idx+n] = storage(src[off:off+n]), one aligned vector store per 16 bytes; the
+        # checked form writes only elements j < avail
+        _st, _st_g = _access_pair(emit, zero_fill=False)
 
         @intrinsic
         def _rnd(typingctx, dst, src, off, n):
