@@ -135,6 +135,9 @@ def make_fake_torch() -> tuple[types.ModuleType, list]:
         def element_size(self):
             return self.dtype.size
 
+        def is_contiguous(self):
+            return tuple(self._strides) == A._c_strides(tuple(self.shape))
+
     class _Ctx:
         def __init__(self, s):
             self.s = s
@@ -147,14 +150,19 @@ def make_fake_torch() -> tuple[types.ModuleType, list]:
 
     next_ptr = [0x9000]
 
-    def empty(shape, dtype, device):
+    def empty(*size, dtype, device):
+        shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], tuple) else size
         log.append(("empty", tuple(shape), dtype, device))
         ptr = next_ptr[0]
         next_ptr[0] += 0x100_0000  # distinct, 16 MiB apart (like a caching allocator's blocks)
         return Tensor(tuple(shape), A._c_strides(tuple(shape)), dtype, device, ptr)
 
+    def empty_like(t):
+        return empty(tuple(t.shape), dtype=t.dtype, device=t.device)
+
     torch.Tensor = Tensor
     torch.empty = empty
+    torch.empty_like = empty_like
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda index: 0x1230 + index)
     torch.cuda = types.SimpleNamespace(
         ExternalStream=lambda handle, device: ("external", handle),

@@ -261,3 +261,22 @@ def test_a_cleared_plan_cache_ends_the_fast_path(env, monkeypatch):
     monkeypatch.setattr(dispatch, "_plan_cache", {})  # replaced rather than cleared
     nn.layernorm_fwd(x, g, b)
     assert len(general) == 3
+
+
+def test_row_pitched_inputs_repeat_with_contiguous_outputs(env):
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000, (4160, 1))  # rows 4160 elements apart
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    y1 = nn.layernorm_fwd(x, g, b)[0]
+    y2, mu, rs = nn.layernorm_fwd(x, g, b)
+    assert len(general) == 1
+    for y in (y1, y2):
+        assert y.shape == (8, 4096) and y.stride() == (4096, 1) and y.dtype == torch.bfloat16
+    assert mu.shape == rs.shape == (8,) and mu.dtype == rs.dtype == torch.float32
+    a = drv.launches[-1][3]
+    assert (a[8], a[9]) == (4160, 4096)  # x and y row pitches
+    dy = tensor((8, 4096), torch.bfloat16, 0x40000, (4160, 1))
+    nn.layernorm_bwd(dy, x, mu, rs, g)
+    dx = nn.layernorm_bwd(dy, x, mu, rs, g)[0]
+    assert len(general) == 2 and dx.stride() == (4096, 1)
+    assert drv.launches[-2][3][11:15] == (4160, 4160, 4096, 0)  # dy, x, dx, add pitches

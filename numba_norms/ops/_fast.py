@@ -44,6 +44,7 @@ class _Unbound:
 
 _tensor_type: Any = _Unbound
 _empty: Any = None
+_empty_like: Any = None
 _raw_stream: Any = None
 _uint8: Any = None
 _float32: Any = None
@@ -70,14 +71,15 @@ def _sig(t: Any) -> tuple:
 
 def _bind_torch() -> bool:
     """Bind torch's names (once torch is imported and a torch call went through)."""
-    global _tensor_type, _empty, _raw_stream, _uint8, _float32
+    global _tensor_type, _empty, _empty_like, _raw_stream, _uint8, _float32
     if dispatch.simulator_enabled():
         return False
     torch = sys.modules.get("torch")
     raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     if torch is None or raw is None:
         return False
-    _empty, _raw_stream, _uint8, _float32 = torch.empty, raw, torch.uint8, torch.float32
+    _empty, _empty_like, _raw_stream = torch.empty, torch.empty_like, raw
+    _uint8, _float32 = torch.uint8, torch.float32
     _tensor_type = torch.Tensor
     return True
 
@@ -143,9 +145,11 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype) -> tuple
     if entry is None:
         return None
     fire, backend, dev, index, y_shape, y_dtype, rows, cols, x_stride, zc = entry
-    y = _empty(y_shape, dtype=y_dtype, device=dev)
-    mu = _empty((rows,), dtype=_float32, device=dev) if kind == "layernorm" else None
-    rs = _empty((rows,), dtype=_float32, device=dev)
+    # empty_like and sizes as separate ints parse faster than a shape tuple (y_dtype None: y is
+    # like x, a contiguous tensor of y's dtype)
+    y = _empty_like(x) if y_dtype is None else _empty(*y_shape, dtype=y_dtype, device=dev)
+    mu = _empty(rows, dtype=_float32, device=dev) if kind == "layernorm" else None
+    rs = _empty(rows, dtype=_float32, device=dev)
     fire(
         _raw_stream(index), x.data_ptr(), gamma.data_ptr(),
         0 if beta is None else beta.data_ptr(), y.data_ptr(),
@@ -170,9 +174,10 @@ def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, 
     except (TypeError, RuntimeError, AttributeError):
         return
     fire, _ = mod.launchers(plan, xt.device)
+    like = y.dtype == x.dtype and x.is_contiguous()
     entry = (
-        fire, backend, y.device, xt.device, tuple(y.shape), y.dtype, rows, cols,
-        xt.rows_cols()[2], 1 if zero_centered_gamma else 0,
+        fire, backend, y.device, xt.device, tuple(y.shape), None if like else y.dtype, rows,
+        cols, xt.rows_cols()[2], 1 if zero_centered_gamma else 0,
     )  # fmt: skip
     _store(_fwd, key, ck, plan, entry)
 
@@ -203,10 +208,10 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple | Non
         return None
     main, fin, backend, dev, index, rows, cols, strides, zc, part, sizes = entry
     dx_shape, dx_dtype, g_dtype, scratch_bytes, partial_rows = sizes
-    dx = _empty(dx_shape, dtype=dx_dtype, device=dev)
-    dgamma = _empty((cols,), dtype=g_dtype, device=dev)
-    dbeta = _empty((cols,), dtype=g_dtype, device=dev) if kind == "layernorm" else None
-    base = _empty((scratch_bytes,), dtype=_uint8, device=dev).data_ptr()
+    dx = _empty_like(x) if dx_dtype is None else _empty(*dx_shape, dtype=dx_dtype, device=dev)
+    dgamma = _empty(cols, dtype=g_dtype, device=dev)
+    dbeta = _empty(cols, dtype=g_dtype, device=dev) if kind == "layernorm" else None
+    base = _empty(scratch_bytes, dtype=_uint8, device=dev).data_ptr()
     dgp = base + part[0]
     dbp = 0 if dbeta is None else base + part[1]
     stream = _raw_stream(index)
@@ -239,7 +244,11 @@ def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, x
     except (TypeError, RuntimeError, AttributeError):
         return
     main, fin = mod.launchers(plan, xt.device)
-    sizes = (tuple(dx.shape), dx.dtype, gamma.dtype, plan.scratch_bytes, plan.partial_rows)
+    like = x.is_contiguous()  # dx: x's dtype, contiguous
+    sizes = (
+        tuple(dx.shape), None if like else dx.dtype, gamma.dtype, plan.scratch_bytes,
+        plan.partial_rows,
+    )  # fmt: skip
     entry = (
         main, fin, backend, dx.device, xt.device, rows, cols,
         (dyt.rows_cols()[2], xt.rows_cols()[2]), 1 if zero_centered_gamma else 0,
@@ -283,7 +292,7 @@ def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
     if entry is None:
         return None
     fire, backend, dev, index, rows, cols, xs, ms, sq, heads, mask_batch = entry
-    y = _empty(x.shape, dtype=x.dtype, device=dev)
+    y = _empty_like(x)  # remembered only where x is contiguous
     fire(
         _raw_stream(index), x.data_ptr(), 0 if mask is None else mask.data_ptr(), y.data_ptr(),
         rows, cols, xs, cols, ms, sq, heads, mask_batch, scale, 0, 0,
@@ -298,8 +307,8 @@ def remember_softmax_fwd(variant: str, x, mask, y, xt, mt, rows: int, cols: int)
     if last is None:
         return
     backend, plan, mod, ck = last
-    if not isinstance(x, _tensor_type) or y.data_ptr() & 15 or y.stride() != x.stride():
-        return  # y is allocated contiguous: its row pitch must be x's for one saved pitch
+    if not isinstance(x, _tensor_type) or y.data_ptr() & 15 or not x.is_contiguous():
+        return  # y is allocated like x: one saved row pitch for both
     try:
         key = _sm_fwd_key(variant, x, mask)
         hash(key)
@@ -326,7 +335,7 @@ def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
     if entry is None:
         return None
     fire, backend, dev, index, rows, cols, dys, ys = entry
-    dx = _empty(y.shape, dtype=y.dtype, device=dev)
+    dx = _empty_like(y)  # remembered only where y is contiguous
     fire(
         _raw_stream(index), dy.data_ptr(), y.data_ptr(), dx.data_ptr(), rows, cols, dys, ys,
         cols, scale, 0, 0,
@@ -341,7 +350,7 @@ def remember_softmax_bwd(dy, y, dx, dyt, yt, rows: int, cols: int, ndim: int) ->
     if last is None:
         return
     backend, plan, mod, ck = last
-    if not isinstance(y, _tensor_type) or dx.data_ptr() & 15 or dx.stride() != y.stride():
+    if not isinstance(y, _tensor_type) or dx.data_ptr() & 15 or not y.is_contiguous():
         return
     try:
         key = _sm_bwd_key(dy, y, ndim)
