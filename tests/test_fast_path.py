@@ -59,6 +59,17 @@ def env(monkeypatch):
     return torch, drv, general, tensor
 
 
+def _remembered_layernorm(torch, tensor, general) -> tuple:
+    """8 x 4096 bf16 layernorm inputs whose signature a general-path call has remembered (and
+    a second call repeated)."""
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    nn.layernorm_fwd(x, g, b)
+    nn.layernorm_fwd(x, g, b)
+    assert len(general) == 1
+    return x, g, b
+
+
 POINTER_SLOTS_FWD = (3, 4, 5)  # y, mu, rsigma: fresh outputs every call
 
 
@@ -99,11 +110,7 @@ def test_forward_repeats_take_the_fast_path_with_identical_parameters(env, kind)
 
 def test_forward_signature_changes_take_the_general_path(env):
     torch, drv, general, tensor = env
-    x = tensor((8, 4096), torch.bfloat16, 0x10000)
-    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
-    nn.layernorm_fwd(x, g, b)
-    nn.layernorm_fwd(x, g, b)
-    assert len(general) == 1
+    x, g, b = _remembered_layernorm(torch, tensor, general)
     g32, b32 = tensor((4096,), torch.float32, 0x20000), tensor((4096,), torch.float32, 0x30000)
     cases = [
         (tensor((8, 4096), torch.bfloat16, 0x10000, (4160, 1)), g, b, {}),  # row pitch
@@ -248,11 +255,7 @@ def test_a_cleared_plan_cache_ends_the_fast_path(env, monkeypatch):
     """Tools re-plan by clearing dispatch's plan cache (the tuner, tests steering the registry):
     a remembered signature must not outlive the plan it repeats."""
     torch, drv, general, tensor = env
-    x = tensor((8, 4096), torch.bfloat16, 0x10000)
-    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
-    nn.layernorm_fwd(x, g, b)
-    nn.layernorm_fwd(x, g, b)
-    assert len(general) == 1
+    x, g, b = _remembered_layernorm(torch, tensor, general)
     dispatch._plan_cache.clear()
     nn.layernorm_fwd(x, g, b)
     assert len(general) == 2
