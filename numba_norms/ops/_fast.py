@@ -5,9 +5,9 @@ allocates the outputs: tens of microseconds of Python a call. A call whose *sign
 backend, dtypes, shapes, strides, devices, pointer alignment class, flags) equals that of an
 earlier call that went through the general path without error passes exactly the same checks
 and gets exactly the same plan, so it only needs its pointers read, its outputs allocated and
-its launcher called. The general path records such signatures (:func:`remember_fwd`,
-:func:`remember_bwd`); anything else (other array kinds, explicit streams, FP8 scale/amax, the
-fused add, plans that need an inter-CTA barrier, empty inputs) always takes the general path.
+its launcher called. The general path records such signatures (the ``remember_*`` functions);
+anything else (other array kinds, explicit streams, FP8 scale/amax, the fused add, plans that
+need an inter-CTA barrier, empty inputs) always takes the general path.
 """
 
 from __future__ import annotations
@@ -85,9 +85,9 @@ def _bind_torch() -> bool:
 
 
 def _last_launch(rows: int, cols: int, barrier_free: bool = True) -> tuple | None:
-    """(backend, plan, backend module) of the general-path launch this thread just made, if
-    the fast path can repeat it: rows to run, torch bound, no scratch (or, ``barrier_free``
-    False, scratch but one CTA a row)."""
+    """(backend, plan, backend module, plan-cache key) of the general-path launch this thread
+    just made, if the fast path can repeat it: rows to run, torch bound, no scratch (or, with
+    ``barrier_free`` False, scratch but one CTA a row)."""
     last = getattr(dispatch._local, "launch", None)
     dispatch._local.launch = None
     if last is None or rows == 0 or cols == 0:
