@@ -69,7 +69,8 @@ def precompile(
     """Compile the specs of ``ops`` (or the given ``specs``) with ``backend`` for ``arch``.
 
     NVRTC compiles run on a thread pool (NVRTC releases the GIL: 4x faster than one thread on a
-    2-core machine, measured on 12 LayerNorm kernels); Numba compiles one after another.
+    2-core machine, measured on 12 LayerNorm kernels); Numba compiles one after another (with a
+    GPU its cubins are stored in the same disk cache).
     """
     import rtc
 
@@ -100,5 +101,6 @@ def precompile(
         (mod.compile_backward if backward else mod.compile_forward)(spec, arch=arch)
         if progress is not None:
             progress.update(1)
-    # Numba keeps no disk cache of its own: every kernel counts as compiled.
+    # Counted as compiled. With a GPU each Numba kernel's cubin lands in rtc's disk cache
+    # (backends/numba/_cubin.py); without one only PTX is made, nothing is stored.
     return PrecompileResult(len(todo), 0, time.perf_counter() - start)
