@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import struct
+import threading
 import types
 
 import numpy as np
@@ -149,12 +150,14 @@ def make_fake_torch() -> tuple[types.ModuleType, list]:
             log.append(("exit", self.s))
 
     next_ptr = [0x9000]
+    alloc_lock = threading.Lock()
 
     def empty(*size, dtype, device):
         shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], tuple) else size
         log.append(("empty", tuple(shape), dtype, device))
-        ptr = next_ptr[0]
-        next_ptr[0] += 0x100_0000  # distinct, 16 MiB apart (like a caching allocator's blocks)
+        with alloc_lock:  # distinct, 16 MiB apart (like a caching allocator's blocks)
+            ptr = next_ptr[0]
+            next_ptr[0] += 0x100_0000
         return Tensor(tuple(shape), A._c_strides(tuple(shape)), dtype, device, ptr)
 
     def empty_like(t):

@@ -283,3 +283,35 @@ def test_row_pitched_inputs_repeat_with_contiguous_outputs(env):
     dx = nn.layernorm_bwd(dy, x, mu, rs, g)[0]
     assert len(general) == 2 and dx.stride() == (4096, 1)
     assert drv.launches[-2][3][11:15] == (4160, 4160, 4096, 0)  # dy, x, dx, add pitches
+
+
+def test_threads_share_the_remembered_signatures(env):
+    """Threads calling with one signature each get their own inputs and outputs launched."""
+    import threading
+
+    torch, drv, general, tensor = env
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    xs = [tensor((8, 4096), torch.bfloat16, 0x1_0000_0000 * (t + 1)) for t in range(6)]
+    nn.layernorm_fwd(xs[0], g, b)  # remember the signature (same for every thread)
+    outs: dict[int, list] = {t: [] for t in range(6)}
+    errors = []
+
+    def worker(t: int) -> None:
+        try:
+            for _ in range(50):
+                outs[t].append(nn.layernorm_fwd(xs[t], g, b)[0].data_ptr())
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors and len(general) == 1
+    y_of_x = {}
+    for _, _, _, a, _, _ in drv.launches[1:]:
+        y_of_x.setdefault(a[0], set()).add(a[3])
+    assert set(y_of_x) == {x.data_ptr() for x in xs}
+    for t, x in enumerate(xs):
+        assert y_of_x[x.data_ptr()] == set(outs[t])  # each thread launched its own y
