@@ -17,31 +17,30 @@ from numba_norms.backends.nvrtc import _norms as nv_norms
 from numba_norms.ops import _fast, _norm
 from numba_norms.planner import DeviceLimits
 from tests.conftest import SIMULATOR
-from tests.fakes import FakeDriver, FakeTorchDevice, make_fake_torch
+from tests.fakes import FakeTorchDevice, make_fake_torch
 
 pytestmark = pytest.mark.skipif(SIMULATOR, reason="the fast path is for GPU (torch) calls")
 
-MAIN, FINALIZE = 0xA1, 0xF1
 DEV = FakeTorchDevice("cuda", 0)
 
 
 @pytest.fixture
-def env(monkeypatch):
+def env(monkeypatch, recorder):
+    """Stand-in torch, the NVRTC norm launches recorded (``recorder``, tests/conftest.py), an
+    H200's planning limits and an empty fast path."""
     torch, log = make_fake_torch()
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(arrays, "_TORCH_DTYPES", {})
-    drv = FakeDriver({MAIN: "MAIN", FINALIZE: "FINALIZE"}).install(monkeypatch)
-    monkeypatch.setattr(nv_norms, "load", lambda spec, device=None: (MAIN, FINALIZE))
     monkeypatch.setattr(nv_norms, "occupancy", lambda spec: 4)
-    monkeypatch.setattr(nv_norms, "_launches", {})
     monkeypatch.setattr(dispatch, "_limits_cache", {0: DeviceLimits(sm_count=132)})
     monkeypatch.setattr(dispatch, "_plan_cache", {})
     monkeypatch.delenv("DISABLE_NVRTC", raising=False)
     monkeypatch.setattr(_fast, "_tensor_type", _fast._Unbound)
-    for name in ("_empty", "_raw_stream", "_uint8", "_float32"):
+    for name in ("_empty", "_empty_like", "_raw_stream", "_uint8", "_float32"):
         monkeypatch.setattr(_fast, name, None)
-    monkeypatch.setattr(_fast, "_fwd", {})
-    monkeypatch.setattr(_fast, "_bwd", {})
+    for table in ("_fwd", "_bwd", "_sm_fwd", "_sm_bwd"):
+        monkeypatch.setattr(_fast, table, {})
+    drv = recorder
     general = []
     real_call = arrays.Call
 
@@ -211,8 +210,6 @@ def sm_env(env, monkeypatch):
     monkeypatch.setattr(nv_softmax, "occupancy_forward", lambda spec: 4)
     monkeypatch.setattr(nv_softmax, "occupancy_backward", lambda spec: 4)
     monkeypatch.setattr(nv_softmax, "_launches", {})
-    monkeypatch.setattr(_fast, "_sm_fwd", {})
-    monkeypatch.setattr(_fast, "_sm_bwd", {})
     return env
 
 
