@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 def _stand_ins():
     """Install the stand-in torch and a launch-free NVRTC backend; return torch and a tensor
     factory."""
-    from tests.fakes import FakeTorchDevice, make_fake_torch
+    from tests.fakes import FakeDriver, FakeTorchDevice, make_fake_torch
 
     torch, _ = make_fake_torch()
     sys.modules["torch"] = torch
@@ -43,21 +43,7 @@ def _stand_ins():
     softmax.occupancy_forward = softmax.occupancy_backward = lambda spec: 4
     rtc_launch = importlib.import_module("rtc.launch")
     rtc_launch._core()
-
-    class Driver:  # the driver entry points rtc.Launcher calls, returning at once
-        def cuCtxGetCurrent(self):
-            return 0, 1
-
-        def cuLaunchKernel(self, *args):
-            return (0,)
-
-        def cuLaunchCooperativeKernel(self, *args):
-            return (0,)
-
-        def cuMemsetD32Async(self, *args):
-            return (0,)
-
-    rtc_launch._driver = Driver()
+    rtc_launch._driver = FakeDriver(record=False)  # the driver calls return at once
     dev = FakeTorchDevice("cuda", 0)
 
     def tensor(*shape, dtype):

@@ -33,8 +33,9 @@ class FakeDriver:
     block the launcher packed, so a test sees exactly the bytes a kernel would receive.
     """
 
-    def __init__(self, labels: dict[int, str] | None = None) -> None:
+    def __init__(self, labels: dict[int, str] | None = None, *, record: bool = True) -> None:
         self.labels = labels or {}
+        self.record = record  # False: every entry point returns at once (host-cost timing)
         self.launches: list[tuple] = []
         self.memsets: list[tuple] = []
         self._codes: dict[int, str] = {}
@@ -57,6 +58,8 @@ class FakeDriver:
         return 0, 1
 
     def _record(self, fn, grid, block, stream, addr, cooperative) -> tuple:
+        if not self.record:
+            return (0,)
         codes = self._codes[addr]
         slots = (ctypes.c_void_p * len(codes)).from_address(addr) if codes else ()
         args = []
@@ -71,7 +74,8 @@ class FakeDriver:
         return (0,)
 
     def cuMemsetD32Async(self, ptr, value, count, stream):
-        self.memsets.append((ptr, value, count, stream))
+        if self.record:
+            self.memsets.append((ptr, value, count, stream))
         return (0,)
 
     def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
