@@ -40,6 +40,7 @@ __all__ = [
     "is_supported",
     "itemsize",
     "measured_configs",
+    "narrow_general",
     "norm_configs",
     "select_norm",
     "supported_norm_dtypes",
@@ -451,6 +452,54 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
     return None
 
 
+# One-CTA general shapes for rows that cannot take 16-byte vectors (an odd hidden size in 16-bit
+# dtypes, a misaligned view), by op and row length: (up to cols, warps_m, warps_n,
+# min_ctas_per_sm, prefetch). The fastest NVRTC kernels of two sweeps on the H200
+# (`tune_norms.py --general`, bf16, scalar accesses, rows 16384, at 2053, 5003 and 12289
+# columns; perf/results/2026-11-30-h200-run14 with the weights held in registers, run16 with
+# them re-read where norms.cu's HoldWeights says): 847-2091 GB/s, where TE's general entries
+# (4 warps, 64 or 32 elements a thread, two CTAs a row in the backward) ran 372-988 GB/s.
+# Below 1025 columns and past 16384, TE's entries serve (not measured).
+_NARROW_MIN_COLS = 1025
+_NARROW_GENERAL = {
+    "layernorm_fwd": ((3072, 1, 4, 4, False), (8192, 2, 8, 1, False), (16384, 1, 8, 1, False)),
+    "rmsnorm_fwd": ((3072, 1, 4, 6, False), (8192, 1, 16, 2, True), (16384, 1, 16, 1, False)),
+    "layernorm_bwd": ((3072, 1, 8, 1, True), (8192, 1, 16, 1, True), (16384, 1, 16, 1, False)),
+    "rmsnorm_bwd": ((3072, 1, 8, 1, True), (8192, 1, 16, 1, True), (16384, 1, 16, 1, False)),
+}
+
+
+def narrow_general(key: NormKey, cols: int, alignment: int) -> NormConfig | None:
+    """The measured one-CTA general entry for rows of ``cols`` whose arrays allow only
+    ``alignment``-byte vectors (< 16), or None where :data:`_NARROW_GENERAL` has none."""
+    if alignment >= TUNED_ALIGNMENT or cols < _NARROW_MIN_COLS:
+        return None
+    size = itemsize(key.input)
+    # an FP8 output's 1-byte alignment still allows one element of x (the planner narrows each
+    # array's vectors to what its own alignment allows)
+    nbytes = max(size, alignment)
+    for upto, wm, wn, min_ctas, prefetch in _NARROW_GENERAL[key.op]:
+        if cols <= upto:
+            lanes = wn * WARP_SIZE * (nbytes // size)
+            return NormConfig(
+                op=key.op,
+                kind="general",
+                hidden_size=-(-cols // lanes) * lanes,  # one CTA covers the row
+                weight=key.weight,
+                input=key.input,
+                output=key.output,
+                warps_m=wm,
+                warps_n=wn,
+                bytes_per_ldg=nbytes,
+                bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
+                fused_add=key.fused_add,
+                origin="measured",
+                min_ctas_per_sm=min_ctas,
+                prefetch=prefetch,
+            )
+    return None
+
+
 def select_norm(
     key: NormKey,
     cols: int,
@@ -499,6 +548,10 @@ def select_norm(
             f"{key.op}: no kernel for weight={key.weight}, input={key.input}, "
             f"output={key.output}; supported (weight/input/output): {combos}"
         )
+    if measured:
+        narrow = narrow_general(key, cols, alignment)
+        if narrow is not None:
+            return narrow
     for cfg in candidates:
         if cfg.hidden_size >= cols:
             return cfg

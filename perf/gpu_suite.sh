@@ -5,7 +5,8 @@
 #
 # Results go to $OUT (the device tool's folder) or perf/results/latest: gpu_tests.log,
 # junit.xml, bench.csv, bench.txt, jit.csv, host.csv, info.txt. On the device machine the image's
-# numpy 2.5 breaks numba-cuda 0.30.4, so a numpy 2.4 wheel carried in .whl/ is put first on the path.
+# numpy 2.5 breaks numba-cuda 0.30.4, so a numpy 2.4 wheel carried in .whl/ is put first on the path
+# (with pytest-xdist and execnet wheels for GPU_TEST_WORKERS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}; shift || true
@@ -23,7 +24,11 @@ python3 -m numba_norms info | tee "$out/info.txt"
 status=0
 if [ "$what" = tests ] || [ "$what" = all ]; then
   [ $# -gt 0 ] || set -- tests/gpu
-  python3 -m pytest -q -m gpu --junitxml="$out/junit.xml" -p no:cacheprovider "$@" \
+  # GPU_TEST_WORKERS=N spreads the tests over N processes (pytest-xdist, carried in .whl/ like
+  # numpy): the suite is bound by Numba/NVRTC compiles on the host, not by the GPU.
+  workers=()
+  [ -n "${GPU_TEST_WORKERS:-}" ] && workers=(-n "$GPU_TEST_WORKERS")
+  python3 -m pytest -q -m gpu --junitxml="$out/junit.xml" -p no:cacheprovider "${workers[@]}" "$@" \
     2>&1 | tee "$out/gpu_tests.log" | tail -n 60
   status=${PIPESTATUS[0]}
 fi

@@ -72,6 +72,37 @@ def shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]
     return out
 
 
+def general_shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]:
+    """(warps_m, warps_n, vectors a thread) of one-CTA general kernels for rows of ``cols`` whose
+    pitch allows only ``in_size``-byte accesses (the rows of an odd hidden size)."""
+    out = []
+    for wn in (1, 2, 4, 8, 16, 32):
+        ldgs = -(-cols // (wn * 32))
+        if not 4 <= ldgs <= max_elts or ldgs * wn * 32 - cols >= wn * 32:
+            continue
+        for wm in (1, 2, 4):
+            if wm * wn <= 32:
+                out.append((wm, wn, ldgs))
+    return out
+
+
+def make_general(key: registry.NormKey, wm: int, wn: int, ldgs: int, in_size: int):
+    """A general entry whose one CTA covers ``wn * 32 * ldgs`` columns with scalar accesses."""
+    return registry.NormConfig(
+        op=key.op,
+        kind="general",
+        hidden_size=wn * 32 * ldgs,
+        weight=key.weight,
+        input=key.input,
+        output=key.output,
+        warps_m=wm,
+        warps_n=wn,
+        bytes_per_ldg=in_size,
+        bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
+        origin="measured",
+    )
+
+
 def make_config(key: registry.NormKey, cols: int, ctas: int, wm: int, wn: int, mc: int):
     return registry.NormConfig.tuned_for(
         key, cols, ctas_per_row=ctas, warps_m=wm, warps_n=wn, origin="measured", min_ctas_per_sm=mc
@@ -265,11 +296,13 @@ def run(args) -> int:
             forced[0] = None
             dispatch._plan_cache.clear()
 
-    def prefetch(cfgs):
+    def prefetch(cfgs, cols):
         specs = []
         for c in cfgs:
             try:
-                specs.append(planner.norm_spec(c, c.hidden_size, c.num_elts, limits))
+                # general candidates are compiled for the odd row length they are timed on
+                n = c.hidden_size if c.kind == "tuned" else cols
+                specs.append(planner.norm_spec(c, n, c.num_elts, limits))
             except planner.PlanError:
                 pass
         list(pool.map(lambda s: _norms.compile_spec(s, arch), specs))
@@ -295,6 +328,18 @@ def run(args) -> int:
                 results = [(base_us, base_cfg, base_row)]
                 if refine is not None:
                     stages = [("refine", refine_candidates(refine, key, cols, args.top))]
+                elif args.general:
+                    size = registry.itemsize(inp)
+                    stages = [
+                        (
+                            "general",
+                            [
+                                make_general(key, *s, size)
+                                for s in general_shapes(size, cols, args.max_elts)
+                            ],
+                        ),
+                        ("capped", None),
+                    ]
                 else:
                     stages = [
                         (
@@ -318,7 +363,7 @@ def run(args) -> int:
                             for pf in PREFETCH
                             if c.threads * m <= registry.MAX_THREADS_PER_SM
                         ]
-                    prefetch(cands)
+                    prefetch(cands, cols)
                     for cfg in cands:
                         row, _, us = measure(prob, cfg, label, ref, base_us)
                         if row:
@@ -337,7 +382,8 @@ def run(args) -> int:
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
                     flush=True,
                 )
-                if best is not base_cfg and gain > 1 + args.min_gain:
+                # general shapes are read from tune.csv into the planner's table by hand
+                if best is not base_cfg and gain > 1 + args.min_gain and not args.general:
                     winners.append(
                         dict(
                             op=op,
@@ -393,6 +439,12 @@ def main() -> int:
         default=None,
         help="an earlier tune.csv: re-time its best "
         "--top shapes (with caps), each with and without the software pipeline",
+    )
+    p.add_argument(
+        "--general",
+        action="store_true",
+        help="sweep one-CTA general shapes with scalar accesses (for hidden sizes whose rows "
+        "are not 16-byte aligned, e.g. 5003 in bf16); rows are timed at their odd length",
     )
     p.add_argument("--max-elts", type=int, default=64, help="elements a thread holds, at most")
     p.add_argument("--top", type=int, default=3, help="shapes swept with register caps")

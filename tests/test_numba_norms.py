@@ -618,3 +618,19 @@ def test_ptx_every_registry_kernel():
         f"max {max(times):.2f} s"
     )
     assert not failures, failures[:5]
+
+
+@needs_compiler
+@pytest.mark.parametrize(
+    "op, cols, fused_add",
+    [("layernorm_fwd", 5003, False), ("rmsnorm_bwd", 2053, True), ("layernorm_bwd", 12289, False)],
+)
+def test_ptx_narrow_general_kernels(op, cols, fused_add):
+    """The measured one-CTA shapes for rows without 16-byte vectors (scalar accesses)."""
+    key = registry.NormKey(op, *BF16, fused_add)
+    cfg = registry.select_norm(key, cols, 16384, 2)
+    assert cfg.origin == "measured"
+    spec = planner.norm_spec(cfg, cols, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    assert spec.ctas_per_row == 1 and spec.num_elts == 1
+    ptx = compile_ptx(spec)
+    assert "cudaCG" not in ptx and "ld.global.nc.u16" in ptx

@@ -101,6 +101,27 @@ QUICK_SPECS = [
 SM80_SPECS = [QUICK_SPECS[i] for i in (0, 1, 3, 6, 11)]
 
 
+def _narrow_specs() -> list[NormSpec]:
+    """The measured one-CTA general entries of rows without 16-byte vectors (one per op, bucket
+    and the sizes they were measured at; the fused add; fp32 rows)."""
+    out = []
+    keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
+    keys += [
+        registry.NormKey("rmsnorm_bwd", "bf16", "bf16", "bf16", True),
+        registry.NormKey("layernorm_fwd", "fp32", "fp32", "fp32"),
+    ]
+    for key in keys:
+        size = registry.itemsize(key.input)
+        for cols in (2053, 5003, 12289):
+            cfg = registry.select_norm(key, cols, 16384, size)
+            assert cfg.origin == "measured" and cfg.kind == "general"
+            out.append(norm_spec(cfg, cols, cfg.num_elts, H200))
+    return out
+
+
+NARROW_SPECS = _narrow_specs()
+
+
 def _spec_id(spec: NormSpec) -> str:
     c = spec.config
     dt = "-".join(dict.fromkeys((c.weight, c.input, c.output)))
@@ -213,6 +234,17 @@ def test_compile_sm90_quick(spec):
 
 @pytest.mark.parametrize("spec", SM80_SPECS, ids=_spec_id)
 def test_compile_sm80(spec):
+    _check_module(spec, _compile(spec, "sm_80"), "sm_80")
+
+
+@pytest.mark.parametrize("spec", NARROW_SPECS, ids=_spec_id)
+def test_compile_narrow_general(spec):
+    assert spec.ctas_per_row == 1 and spec.general
+    _check_module(spec, _compile(spec, "sm_90"), "sm_90")
+
+
+@pytest.mark.parametrize("spec", NARROW_SPECS[3:6], ids=_spec_id)
+def test_compile_narrow_general_sm80(spec):
     _check_module(spec, _compile(spec, "sm_80"), "sm_80")
 
 

@@ -189,3 +189,39 @@ def test_odd_sizes_and_rows_stay_general():
     # With the measured table, sizes it does not list take a measured neighbour as template.
     gen = r.select_norm(BF16, 6656, 16384, 256)  # 26 x 256: neither TE nor the sweep has it
     assert gen.origin == "generated" and 6656 % gen.cols_per_pass == 0
+
+
+def test_narrow_rows_take_the_measured_one_cta_shapes():
+    # 5003 bf16 columns: 2-byte row pitch, scalar accesses; one CTA covers the row.
+    cfg = r.select_norm(BF16, 5003, 16384, 2)
+    assert (cfg.kind, cfg.origin, cfg.num_elts) == ("general", "measured", 1)
+    assert (cfg.warps_m, cfg.warps_n) == (2, 8)
+    assert 5003 <= cfg.hidden_size < 5003 + cfg.warps_n * 32  # no empty warp-column
+    # each op and bucket takes its row of the table
+    for op, table in r._NARROW_GENERAL.items():
+        key = r.NormKey(op, "bf16", "bf16", "bf16", op == "rmsnorm_bwd")
+        prev = r._NARROW_MIN_COLS
+        for upto, wm, wn, min_ctas, prefetch in table:
+            for cols in (prev, upto - 1):
+                c = r.select_norm(key, cols, 16384, 2)
+                assert (c.warps_m, c.warps_n, c.min_ctas_per_sm, c.prefetch) == (
+                    wm, wn, min_ctas, prefetch,
+                )  # fmt: skip
+                assert c.fused_add == key.fused_add and c.hidden_size >= cols
+            prev = upto + 1
+    # wider vectors where the alignment allows them (8 bytes: 4 bf16; fp32 rows: 4 bytes)
+    assert r.select_norm(BF16, 4100, 16384, 8).num_elts == 4
+    fp32 = r.NormKey("rmsnorm_fwd", "fp32", "fp32", "fp32")
+    assert r.select_norm(fp32, 5003, 16384, 4).bytes_per_ldg == 4
+    # FP8 output rows of odd length are 1-byte aligned: still one bf16 element of x a vector
+    fp8 = r.NormKey("layernorm_fwd", "bf16", "bf16", "fp8e4m3")
+    cfg = r.select_norm(fp8, 5003, 16384, 1)
+    assert (cfg.origin, cfg.num_elts, cfg.warps_n) == ("measured", 1, 8)
+
+
+def test_narrow_table_leaves_other_rows_to_te():
+    te = r.select_norm(BF16, 5003, 16384, 2, measured=False)
+    assert te.origin == "te" and te.hidden_size == 8192
+    assert r.narrow_general(BF16, 5003, 16) is None  # 16-byte vectors: TE's general entries
+    assert r.select_norm(BF16, 1000, 16384, 2).origin == "te"  # short rows: not measured
+    assert r.select_norm(BF16, 16385, 16384, 2).origin == "te"  # long rows: several CTAs

@@ -145,37 +145,71 @@ struct CtaCounts {
   }
 };
 
-// gamma or beta slice of this thread, loaded once per CTA. 16-bit weights stay packed (half the
-// registers; the row slice of x needs most of them) and are widened at each use; fp32 weights
-// have the zero-centered shift folded in at load.
-template <typename Tw, int LDGS, int NUM_ELTS, bool GENERAL>
+// gamma or beta slice of this thread. HOLD: loaded once per CTA and kept in registers; 16-bit
+// weights stay packed (half the registers; the row slice of x needs most of them) and are
+// widened at each use; fp32 weights have the zero-centered shift folded in at load.
+// !HOLD (scalar accesses only): read again at each use through the read-only path; the CTA's
+// rows all read the same slice, so it stays in L1. Scalar slices of many elements cannot hold
+// their weights: at one 32-bit register an element they spilled (ptxas, layernorm_fwd 12289
+// columns, 49 elements a thread: 340 B of spill stores).
+template <typename Tw, int LDGS, int NUM_ELTS, bool GENERAL, bool HOLD = true>
 struct Weights {
+  static_assert(HOLD || NUM_ELTS == 1, "weights are re-read for scalar accesses only");
   static constexpr bool PACKED = !same_type<Tw, float>::value;
-  Pack<Tw, NUM_ELTS> p[LDGS];
+  Pack<Tw, NUM_ELTS> p[HOLD ? LDGS : 1];
+  const Tw* w;
+  int col0, col_step, cols;
   float shift;
 
-  __device__ __forceinline__ void load(const Tw* w, int col0, int col_step, int cols, float s) {
+  __device__ __forceinline__ void load(const Tw* w_, int col0_, int col_step_, int cols_,
+                                       float s) {
     shift = s;
+    if constexpr (!HOLD) {
+      w = w_, col0 = col0_, col_step = col_step_, cols = cols_;
+    } else {
 #pragma unroll
-    for (int it = 0; it < LDGS; ++it) {
-      p[it].template load_cols<GENERAL>(w, col0 + it * col_step, cols);
-    }
-    if constexpr (!PACKED) {
-      if (s != 0.f) {
+      for (int it = 0; it < LDGS; ++it) {
+        p[it].template load_cols<GENERAL>(w_, col0_ + it * col_step_, cols_);
+      }
+      if constexpr (!PACKED) {
+        if (s != 0.f) {
 #pragma unroll
-        for (int it = 0; it < LDGS; ++it)
+          for (int it = 0; it < LDGS; ++it)
 #pragma unroll
-          for (int j = 0; j < NUM_ELTS; ++j) p[it].w[j] = __float_as_uint(p[it].get(j) + s);
+            for (int j = 0; j < NUM_ELTS; ++j) p[it].w[j] = __float_as_uint(p[it].get(j) + s);
+        }
       }
     }
   }
   __device__ __forceinline__ float operator()(int it, int j) const {
-    if constexpr (PACKED) {
+    if constexpr (!HOLD) {
+      const int col = col0 + it * col_step;
+      if (GENERAL && col >= cols) return shift;  // as a zero-filled held weight
+      if constexpr (PACKED) {
+        const unsigned bits = __ldg(reinterpret_cast<const unsigned short*>(w) + col);
+        return lo16_to_float(bits, Tw()) + shift;
+      } else {
+        return __ldg(w + col) + shift;
+      }
+    } else if constexpr (PACKED) {
       return p[it].get(j) + shift;
     } else {
       return p[it].get(j);
     }
   }
+};
+
+// Whether a kernel keeps its weights in registers (see Weights). Re-reading them pays only for
+// scalar slices of many elements, and not in the RMSNorm forward (one weight, few registers).
+// H200, bf16 rows of 2053 / 5003 / 12289 columns, the same shapes held (perf/results/
+// 2026-11-30-h200-run14) and re-read (run16): backward, 9-49 elements a thread: 1.00-1.16x on
+// the fastest shapes; LayerNorm forward, 20-49 elements: 1.13-1.63x, 17: 0.80x, 64: 0.58-0.63x;
+// RMSNorm forward: 0.72-0.85x.
+template <bool BWD, bool RMS, int NUM_ELTS, int LDGS, bool GENERAL>
+struct HoldWeights {
+  static constexpr bool reread =
+      GENERAL && NUM_ELTS == 1 && LDGS <= 49 && (BWD ? LDGS >= 9 : !RMS && LDGS >= 20);
+  static constexpr bool value = !reread;
 };
 
 // The LDGS vectors of one row slice of this thread, as stored (packed). Rows at or past `rows`
@@ -237,7 +271,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   float am = 0.f;
 
   // Weights: once per CTA, outside the row loop.
-  Weights<Tw, LDGS, NUM_ELTS, GENERAL> g, b;
+  constexpr bool HOLD = HoldWeights<false, RMS, NUM_ELTS, LDGS, GENERAL>::value;
+  Weights<Tw, LDGS, NUM_ELTS, GENERAL, HOLD> g, b;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
 
@@ -384,7 +419,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
 
-  Weights<Tw, LDGS, NUM_ELTS, GENERAL> g;
+  constexpr bool HOLD = HoldWeights<true, RMS, NUM_ELTS, LDGS, GENERAL>::value;
+  Weights<Tw, LDGS, NUM_ELTS, GENERAL, HOLD> g;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
 
   // Per-column dgamma/dbeta partial sums over this thread's rows.
