@@ -634,3 +634,43 @@ def test_ptx_narrow_general_kernels(op, cols, fused_add):
     assert spec.ctas_per_row == 1 and spec.num_elts == 1
     ptx = compile_ptx(spec)
     assert "cudaCG" not in ptx and "ld.global.nc.u16" in ptx
+
+
+@needs_sim
+@pytest.mark.parametrize(
+    "op, dtypes, cols, kind, add",
+    [
+        ("layernorm", FP32, 1000, "general", False),
+        ("layernorm", BF16, 1024, "tuned", False),
+        ("rmsnorm", BF16, 1000, "general", True),
+    ],
+)
+def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind, add):
+    """The software pipeline (next row loaded before this row's reductions) over several row
+    trips with a partial last one, on a slice long enough (32 elements) to re-read gamma."""
+    weight, inp, out = dtypes
+    key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
+    ne = 16 // registry.itemsize(inp)
+    if kind == "tuned":
+        cfg = registry.NormConfig.tuned_for(
+            key, cols, ctas_per_row=1, warps_m=1, warps_n=1, origin="measured", prefetch=True
+        )
+    else:
+        cfg = registry.NormConfig(
+            op=key.op, kind="general", hidden_size=32 * ne * (32 // ne), weight=weight,
+            input=inp, output=out, warps_m=1, warps_n=1, bytes_per_ldg_final=4,
+            fused_add=add, origin="measured", prefetch=True,
+        )  # fmt: skip
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    rows = 12 if kind == "tuned" else 11
+    x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)
+    add_in = rounded(np.random.default_rng(3).standard_normal((rows, cols)), inp) if add else None
+    monkeypatch.undo()
+    _, mu, rs, _ = run_forward(op, dtypes, x, g, b, zero_centered=True)
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    dx, dg, db, plan = run_backward(
+        op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True, general=kind != "tuned"
+    )
+    assert plan.spec.config.prefetch and plan.spec.ldgs * plan.spec.num_elts == 32
+    assert plan.row_iterations >= 3
+    check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)

@@ -978,6 +978,25 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     return norm_fwd
 
 
+def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
+    """Whether the backward kernel runs the entry's software pipeline (the next row's x and dy
+    loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
+
+    Only where its registers fit under the entry's cap: this kernel keeps x and dy of the next
+    row as fp32 (2 * NV registers; the NVRTC kernel keeps them packed), beside x, dy, dgamma
+    (+ dbeta) and gamma (unless re-read), plus ~32 for addresses and sums. Every other measured
+    bf16 pipeline spilled (ptxas through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B,
+    rmsnorm_bwd 4096 80 B, 65536 1380 B; none without it).
+    """
+    cfg = spec.config
+    if not cfg.prefetch:
+        return False
+    nv = spec.num_elts * spec.ldgs
+    held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
+    cap = min(255, 65536 // (cfg.threads * cfg.min_ctas_per_sm) // 8 * 8)
+    return held + 2 * nv + 32 <= cap
+
+
 def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
@@ -986,6 +1005,11 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     CHUNK = WN * 32 * NE
     SM = 2 * WM * WN * 2
     RED = WM * WN * 32 if _SIM else 1
+    # Slices of 32+ elements re-read gamma each row (one vector load per NE elements, from L1)
+    # instead of holding NV more registers: held, rmsnorm_bwd 16384 (32 elements, 512 threads)
+    # spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
+    REREAD = NV >= 32
+    PREFETCH = _backward_prefetch(spec, REREAD)
     _st, _st_g, _ = _stores(hw_cvt)
 
     def norm_bwd(
@@ -1009,55 +1033,102 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
-        xs = cuda.local.array(NV, F32)
-        dys = cuda.local.array(NV, F32)
-        gs = cuda.local.array(NV, F32)
+        xs = cuda.local.array(NV, F32)  # x, then xhat, then dx
+        dys = cuda.local.array(NV, F32)  # dy, then dy * gamma
+        xn = cuda.local.array(NV if PREFETCH else 1, F32)  # the next row's (PREFETCH)
+        dyn = cuda.local.array(NV if PREFETCH else 1, F32)
+        gs = cuda.local.array(1 if REREAD else NV, F32)
+        gv = cuda.local.array(NE, F32)  # one re-read gamma vector (REREAD)
         dga = cuda.local.array(NV, F32)
         dba = cuda.local.array(NV, F32)
         at = cuda.local.array(NE, F32)
         rn = _ONE / F32(cols)
 
         gadd = _ONE if zero_centered != 0 else _ZERO
-        for it in range(LDGS):
-            c = col0 + it * step
-            if GENERAL:
-                _ld_g(gamma, c, gs, it * NE, NE, cols - c)
-            else:
-                _ld(gamma, c, gs, it * NE, NE)
+        if not REREAD:
+            for it in range(LDGS):
+                c = col0 + it * step
+                if GENERAL:
+                    _ld_g(gamma, c, gs, it * NE, NE, cols - c)
+                else:
+                    _ld(gamma, c, gs, it * NE, NE)
+            for j in range(NV):
+                gs[j] += gadd
         for j in range(NV):
-            gs[j] += gadd
             dga[j] = _ZERO
             dba[j] = _ZERO
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
-        for t in range(trips):
-            row = (t * ngroups + group) * WM + warp_m
-            lrow = min(row, rows - 1)
-            xoff = lrow * x_stride
-            dyoff = lrow * dy_stride
-            par = t & 1
+        rnext = _ZERO
+        mnext = _ZERO
+        if PREFETCH and trips > 0:
+            # warps past the last row load a real row (no garbage) but store nothing
+            lrow = min(group * WM + warp_m, rows - 1)
             for it in range(LDGS):
                 c = col0 + it * step
                 if GENERAL:
-                    _ld_g(x, xoff + c, xs, it * NE, NE, cols - c)
-                    _ld_g(dy, dyoff + c, dys, it * NE, NE, cols - c)
+                    _ld_g(x, lrow * x_stride + c, xs, it * NE, NE, cols - c)
+                    _ld_g(dy, lrow * dy_stride + c, dys, it * NE, NE, cols - c)
                 else:
-                    _ld(x, xoff + c, xs, it * NE, NE)
-                    _ld(dy, dyoff + c, dys, it * NE, NE)
-            r = rsigma[lrow]
-            m = _ZERO if RMS else mu[lrow]
+                    _ld(x, lrow * x_stride + c, xs, it * NE, NE)
+                    _ld(dy, lrow * dy_stride + c, dys, it * NE, NE)
+            rnext = rsigma[lrow]
+            mnext = _ZERO if RMS else mu[lrow]
+        for t in range(trips):
+            row = (t * ngroups + group) * WM + warp_m
+            valid = row < rows
+            par = t & 1
+            if PREFETCH:
+                r = rnext
+                m = mnext
+            else:
+                lrow = min(row, rows - 1)
+                for it in range(LDGS):
+                    c = col0 + it * step
+                    if GENERAL:
+                        _ld_g(x, lrow * x_stride + c, xs, it * NE, NE, cols - c)
+                        _ld_g(dy, lrow * dy_stride + c, dys, it * NE, NE, cols - c)
+                    else:
+                        _ld(x, lrow * x_stride + c, xs, it * NE, NE)
+                        _ld(dy, lrow * dy_stride + c, dys, it * NE, NE)
+                r = rsigma[lrow]
+                m = _ZERO if RMS else mu[lrow]
+            # xhat and dy * gamma replace x and dy; the partial sums take this row if it is real
             sdy = _ZERO
             sdyy = _ZERO
-            for j in range(NV):
-                xh = (xs[j] - m) * r
-                dyg = dys[j] * gs[j]
-                sdy += dyg
-                sdyy += dyg * xh
-            if row < rows:
-                for j in range(NV):
-                    dga[j] += dys[j] * ((xs[j] - m) * r)
-                    if not RMS:
-                        dba[j] += dys[j]
+            for it in range(LDGS):
+                if REREAD:
+                    c = col0 + it * step
+                    if GENERAL:
+                        _ld_g(gamma, c, gv, 0, NE, cols - c)
+                    else:
+                        _ld(gamma, c, gv, 0, NE)
+                for k in range(NE):
+                    j = it * NE + k
+                    g = gv[k] + gadd if REREAD else gs[j]
+                    xh = (xs[j] - m) * r
+                    d = dys[j]
+                    dyg = d * g
+                    if valid:
+                        dga[j] += d * xh
+                        if not RMS:
+                            dba[j] += d
+                    sdy += dyg
+                    sdyy += dyg * xh
+                    xs[j] = xh
+                    dys[j] = dyg
+            if PREFETCH and t + 1 < trips:
+                lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
+                for it in range(LDGS):
+                    c = col0 + it * step
+                    if GENERAL:
+                        _ld_g(x, lrow * x_stride + c, xn, it * NE, NE, cols - c)
+                        _ld_g(dy, lrow * dy_stride + c, dyn, it * NE, NE, cols - c)
+                    else:
+                        _ld(x, lrow * x_stride + c, xn, it * NE, NE)
+                        _ld(dy, lrow * dy_stride + c, dyn, it * NE, NE)
+                rnext = rsigma[lrow]
+                mnext = _ZERO if RMS else mu[lrow]
 
             sdyy = _warp_sum(sdyy, red, tid, lane)
             if not RMS:
@@ -1088,7 +1159,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
             mdyy = sdyy * rn
             mdy = sdy * rn
 
-            if row < rows:
+            if valid:
                 dxoff = row * dx_stride
                 addoff = row * add_stride
                 for it in range(LDGS):
@@ -1098,14 +1169,12 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                             _ld_g(add, addoff + c, at, 0, NE, cols - c)
                         else:
                             _ld(add, addoff + c, at, 0, NE)
-                    for k in range(NE):  # dx overwrites x in registers
+                    for k in range(NE):  # dx overwrites xhat in registers
                         j = it * NE + k
-                        xh = (xs[j] - m) * r
-                        dyg = dys[j] * gs[j]
                         if RMS:
-                            v = r * (dyg - mdyy * xh)
+                            v = r * (dys[j] - mdyy * xs[j])
                         else:
-                            v = r * (dyg - (mdyy * xh + mdy))
+                            v = r * (dys[j] - (mdyy * xs[j] + mdy))
                         if ADD:
                             v += at[k]
                         xs[j] = v
@@ -1113,6 +1182,10 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                         _st_g(dx, dxoff + c, xs, it * NE, NE, cols - c)
                     else:
                         _st(dx, dxoff + c, xs, it * NE, NE)
+            if PREFETCH:
+                for j in range(NV):
+                    xs[j] = xn[j]
+                    dys[j] = dyn[j]
 
         # this warp row's partial dgamma / dbeta (the finalize kernel sums the rows in order)
         poff = (group * WM + warp_m) * cols
