@@ -233,9 +233,39 @@ class NormConfig:
         prefetch: bool = False,
     ) -> NormConfig:
         """A tuned entry for ``key`` made outside TE's table (measured or generated)."""
+        return cls._made_for(
+            "tuned", key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
+            min_ctas_per_sm, prefetch,
+        )  # fmt: skip
+
+    @classmethod
+    def general_for(
+        cls,
+        key: NormKey,
+        hidden_size: int,
+        *,
+        warps_m: int,
+        warps_n: int,
+        bytes_per_ldg: int,
+        origin: str,
+        min_ctas_per_sm: int = 1,
+        prefetch: bool = False,
+    ) -> NormConfig:
+        """A general entry for ``key`` made outside TE's table; one CTA covers ``hidden_size``
+        columns."""
+        return cls._made_for(
+            "general", key, hidden_size, 1, warps_m, warps_n, bytes_per_ldg, origin,
+            min_ctas_per_sm, prefetch,
+        )  # fmt: skip
+
+    @classmethod
+    def _made_for(
+        cls, kind, key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
+        min_ctas_per_sm, prefetch,
+    ) -> NormConfig:  # fmt: skip
         return cls(
             op=key.op,
-            kind="tuned",
+            kind=kind,
             hidden_size=hidden_size,
             weight=key.weight,
             input=key.input,
@@ -481,18 +511,12 @@ def narrow_general(key: NormKey, cols: int, alignment: int) -> NormConfig | None
     for upto, wm, wn, min_ctas, prefetch in _NARROW_GENERAL[key.op]:
         if cols <= upto:
             lanes = wn * WARP_SIZE * (nbytes // size)
-            return NormConfig(
-                op=key.op,
-                kind="general",
-                hidden_size=-(-cols // lanes) * lanes,  # one CTA covers the row
-                weight=key.weight,
-                input=key.input,
-                output=key.output,
+            return NormConfig.general_for(
+                key,
+                -(-cols // lanes) * lanes,  # one CTA covers the row
                 warps_m=wm,
                 warps_n=wn,
                 bytes_per_ldg=nbytes,
-                bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
-                fused_add=key.fused_add,
                 origin="measured",
                 min_ctas_per_sm=min_ctas,
                 prefetch=prefetch,

@@ -49,10 +49,11 @@ def normalized(ptx: str) -> str:
     names: dict[str, str] = {}
     ptx = re.sub(r"_cudapy_smem_\d+", lambda m: names.setdefault(m.group(0), f"s{len(names)}"), ptx)
     ptx = "\n".join(line for line in ptx.splitlines() if "NumbaEnv" not in line)
-    # extern declarations (cooperative-groups runtime) come in varying order
-    blocks = ptx.split("\n\n")
-    externs = sorted(b for b in blocks if b.lstrip().startswith(".extern"))
-    return "\n\n".join(externs + [b for b in blocks if not b.lstrip().startswith(".extern")])
+    # extern declarations (cooperative-groups runtime) come in varying order between processes
+    decl = re.compile(r"^\.extern \.func[^;]*;", re.M)
+    externs = sorted(decl.findall(ptx))
+    body = re.sub(r"\n{3,}", "\n\n", decl.sub("", ptx))
+    return "\n".join(externs) + "\n" + body
 
 
 def fingerprints() -> dict[str, str]:

@@ -88,18 +88,8 @@ def general_shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, in
 
 def make_general(key: registry.NormKey, wm: int, wn: int, ldgs: int, in_size: int):
     """A general entry whose one CTA covers ``wn * 32 * ldgs`` columns with scalar accesses."""
-    return registry.NormConfig(
-        op=key.op,
-        kind="general",
-        hidden_size=wn * 32 * ldgs,
-        weight=key.weight,
-        input=key.input,
-        output=key.output,
-        warps_m=wm,
-        warps_n=wn,
-        bytes_per_ldg=in_size,
-        bytes_per_ldg_final=4 if key.op.endswith("_bwd") else 0,
-        origin="measured",
+    return registry.NormConfig.general_for(
+        key, wn * 32 * ldgs, warps_m=wm, warps_n=wn, bytes_per_ldg=in_size, origin="measured"
     )
 
 

@@ -650,17 +650,14 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
     trips with a partial last one, on a slice long enough (32 elements) to re-read gamma."""
     weight, inp, out = dtypes
     key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
-    ne = 16 // registry.itemsize(inp)
     if kind == "tuned":
         cfg = registry.NormConfig.tuned_for(
             key, cols, ctas_per_row=1, warps_m=1, warps_n=1, origin="measured", prefetch=True
         )
     else:
-        cfg = registry.NormConfig(
-            op=key.op, kind="general", hidden_size=32 * ne * (32 // ne), weight=weight,
-            input=inp, output=out, warps_m=1, warps_n=1, bytes_per_ldg_final=4,
-            fused_add=add, origin="measured", prefetch=True,
-        )  # fmt: skip
+        cfg = registry.NormConfig.general_for(
+            key, 32 * 32, warps_m=1, warps_n=1, bytes_per_ldg=16, origin="measured", prefetch=True
+        )
     monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
     rows = 12 if kind == "tuned" else 11
     x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)

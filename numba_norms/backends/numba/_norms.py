@@ -1012,6 +1012,18 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     PREFETCH = _backward_prefetch(spec, REREAD)
     _st, _st_g, _ = _stores(hw_cvt)
 
+    @_device
+    def load_row(x, dy, row, x_stride, dy_stride, col0, step, cols, xs, dys):
+        """x and dy of ``row`` (this thread's slice) into xs and dys, widened to fp32."""
+        for it in range(LDGS):
+            c = col0 + it * step
+            if GENERAL:
+                _ld_g(x, row * x_stride + c, xs, it * NE, NE, cols - c)
+                _ld_g(dy, row * dy_stride + c, dys, it * NE, NE, cols - c)
+            else:
+                _ld(x, row * x_stride + c, xs, it * NE, NE)
+                _ld(dy, row * dy_stride + c, dys, it * NE, NE)
+
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
         x_stride, dx_stride, add_stride, zero_centered, stats, barrier,
@@ -1064,14 +1076,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         if PREFETCH and trips > 0:
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(group * WM + warp_m, rows - 1)
-            for it in range(LDGS):
-                c = col0 + it * step
-                if GENERAL:
-                    _ld_g(x, lrow * x_stride + c, xs, it * NE, NE, cols - c)
-                    _ld_g(dy, lrow * dy_stride + c, dys, it * NE, NE, cols - c)
-                else:
-                    _ld(x, lrow * x_stride + c, xs, it * NE, NE)
-                    _ld(dy, lrow * dy_stride + c, dys, it * NE, NE)
+            load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
             rnext = rsigma[lrow]
             mnext = _ZERO if RMS else mu[lrow]
         for t in range(trips):
@@ -1083,14 +1088,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                 m = mnext
             else:
                 lrow = min(row, rows - 1)
-                for it in range(LDGS):
-                    c = col0 + it * step
-                    if GENERAL:
-                        _ld_g(x, lrow * x_stride + c, xs, it * NE, NE, cols - c)
-                        _ld_g(dy, lrow * dy_stride + c, dys, it * NE, NE, cols - c)
-                    else:
-                        _ld(x, lrow * x_stride + c, xs, it * NE, NE)
-                        _ld(dy, lrow * dy_stride + c, dys, it * NE, NE)
+                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
                 r = rsigma[lrow]
                 m = _ZERO if RMS else mu[lrow]
             # xhat and dy * gamma replace x and dy; the partial sums take this row if it is real
@@ -1119,14 +1117,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                     dys[j] = dyg
             if PREFETCH and t + 1 < trips:
                 lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
-                for it in range(LDGS):
-                    c = col0 + it * step
-                    if GENERAL:
-                        _ld_g(x, lrow * x_stride + c, xn, it * NE, NE, cols - c)
-                        _ld_g(dy, lrow * dy_stride + c, dyn, it * NE, NE, cols - c)
-                    else:
-                        _ld(x, lrow * x_stride + c, xn, it * NE, NE)
-                        _ld(dy, lrow * dy_stride + c, dyn, it * NE, NE)
+                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
                 rnext = rsigma[lrow]
                 mnext = _ZERO if RMS else mu[lrow]
 
