@@ -10,7 +10,9 @@ numbers read out of TE's sources). Selection follows TE's rules:
 * a *tuned* entry serves exactly one hidden size and is used only when it is registered for these
   dtypes and this hidden size, every pointer is 16-byte aligned and ``rows % 4 == 0``;
 * otherwise the *general* entry with the smallest chunk ``>= hidden`` serves, or the largest one
-  with several CTAs per row.
+  with several CTAs per row;
+* except (our rule, measured) rows of 1025-16384 columns that cannot take 16-byte vectors: they
+  get a one-CTA general shape from :func:`narrow_general`.
 
 This module imports no backend and no array library: dtypes are names ("fp32", "fp16", "bf16",
 "fp8e4m3", "fp8e5m2").
@@ -550,8 +552,8 @@ def select_norm(
         Where TE registers no tuned kernel for ``cols``, generate one (:func:`generated_tuned`)
         under the same alignment and row-count conditions.
     measured : bool
-        False ignores the measured table (:func:`measured_configs`): TE's choice (tuners and
-        tests compare against it).
+        False ignores the measured tables (:func:`measured_configs`, :func:`narrow_general`):
+        TE's choice (tuners and tests compare against it).
 
     Raises
     ------

@@ -11,6 +11,10 @@ Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_norms.json
 beat the baseline by more than ``--min-gain``, in ``numba_norms/data/measured_norms.json``'s
 format: copy it there after reading the CSV).
 
+``--general`` sweeps one-CTA general shapes instead, timed on rows of the given (odd) lengths,
+whose pitch allows only one-element accesses; the winners are read from ``tune.csv`` into
+``registry._NARROW_GENERAL`` (no JSON).
+
     python3 perf/tune_norms.py --out DIR [--ops ...] [--dtypes bf16 fp32 ...] [--sizes ...]
 """
 
@@ -372,7 +376,7 @@ def run(args) -> int:
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
                     flush=True,
                 )
-                # general shapes are read from tune.csv into the planner's table by hand
+                # general shapes go from tune.csv into registry._NARROW_GENERAL by hand
                 if best is not base_cfg and gain > 1 + args.min_gain and not args.general:
                     winners.append(
                         dict(
