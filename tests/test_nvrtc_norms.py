@@ -10,6 +10,7 @@ the kernel signatures of docs/design.md with a fake driver under ``rtc.Launcher`
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from dataclasses import dataclass
@@ -275,6 +276,43 @@ def test_hot_kernels_use_no_local_memory(spec):
     assert len(report) == len(_names(spec)), report
     for kernel, (_regs, frame, spills) in report.items():
         assert frame == 0 and spills == 0, (kernel, report[kernel])
+
+
+def _shape(op, dtype, cols, ctas, warps_m, warps_n, min_ctas, prefetch, *, add=False):
+    """The spec of a tuned shape (TE's entry for ``cols`` with another launch shape)."""
+    base = registry.select_norm(
+        registry.NormKey(op, dtype, dtype, dtype, add), cols, 16384, 256, measured=False
+    )
+    cfg = dataclasses.replace(
+        base, ctas_per_row=ctas, warps_m=warps_m, warps_n=warps_n, min_ctas_per_sm=min_ctas,
+        prefetch=prefetch, origin="measured",
+    )  # fmt: skip
+    return norm_spec(cfg, cols, cfg.num_elts, H200)
+
+
+# Backward shapes whose registers the wide form (x-hat and dy * gamma in fp32) exceeded: ptxas
+# reported 420 B (bf16 layernorm_bwd, 64 elements a thread), 120 B (bf16 rmsnorm_bwd with the
+# pipeline; 280 B with the fused add), 212 B (fp32 rmsnorm_bwd 16384) and 92 B (fp32
+# layernorm_bwd 12288) of spill stores.
+LEAN_SPECS = [
+    _shape("layernorm_bwd", "bf16", 16384, 1, 1, 8, 1, False),
+    _shape("rmsnorm_bwd", "bf16", 65536, 4, 1, 8, 1, True),
+    _shape("rmsnorm_bwd", "bf16", 65536, 4, 1, 8, 1, True, add=True),
+    _shape("rmsnorm_bwd", "fp32", 16384, 4, 1, 2, 3, False),
+    _shape("layernorm_bwd", "fp32", 12288, 4, 1, 4, 1, False),
+]
+
+
+@pytest.mark.parametrize("spec", LEAN_SPECS, ids=_spec_id)
+def test_long_backward_rows_stay_in_registers(spec):
+    """Slices too long for the wide backward take the lean form (the row kept packed, x-hat and
+    dy * gamma recomputed for dx) and (nearly) fit their register cap: at most 32 B of spill
+    stores, where the wide form spilled 92-420 B."""
+    report = _ptxas_report(spec)
+    main = [v for k, v in report.items() if "finalize" not in k]
+    assert len(main) == 1, report
+    _regs, _frame, spills = main[0]
+    assert spills <= 32, report
 
 
 def test_broken_template_argument_raises_compile_error():

@@ -148,15 +148,15 @@ struct CtaCounts {
 // gamma or beta slice of this thread. HOLD: loaded once per CTA and kept in registers; 16-bit
 // weights stay packed (half the registers; the row slice of x needs most of them) and are
 // widened at each use; fp32 weights have the zero-centered shift folded in at load.
-// !HOLD (scalar accesses only): read again at each use through the read-only path; the CTA's
-// rows all read the same slice, so it stays in L1. Scalar slices of many elements cannot hold
-// their weights: at one 32-bit register an element they spilled (ptxas, layernorm_fwd 12289
-// columns, 49 elements a thread: 340 B of spill stores).
+// !HOLD: read again at each use (scalar slices through the read-only path); the CTA's rows all
+// read the same slice, so it stays in L1. Scalar slices of many elements cannot hold their
+// weights: at one 32-bit register an element they spilled (ptxas, layernorm_fwd 12289 columns,
+// 49 elements a thread: 340 B of spill stores).
 template <typename Tw, int LDGS, int NUM_ELTS, bool GENERAL, bool HOLD = true>
 struct Weights {
-  static_assert(HOLD || NUM_ELTS == 1, "weights are re-read for scalar accesses only");
   static constexpr bool PACKED = !same_type<Tw, float>::value;
-  Pack<Tw, NUM_ELTS> p[HOLD ? LDGS : 1];
+  using P = Pack<Tw, NUM_ELTS>;
+  P p[HOLD ? LDGS : 1];
   const Tw* w;
   int col0, col_step, cols;
   float shift;
@@ -181,8 +181,40 @@ struct Weights {
       }
     }
   }
+  // Vector `it` of the slice, for at(): the held one, or (vector re-reads) loaded now. A plain
+  // load: the stores to dx between two rows keep the compiler from hoisting it out of the row
+  // loop back into registers.
+  __device__ __forceinline__ P vec(int it) const {
+    if constexpr (HOLD) {
+      return p[it];
+    } else if constexpr (NUM_ELTS == 1) {
+      return P{};  // scalar re-reads load in at()
+    } else {
+      P q;
+      q.template load_cols<GENERAL>(w, col0 + it * col_step, cols);
+      return q;
+    }
+  }
+  // Held weights become opaque to the compiler (see the lean backward).
+  __device__ __forceinline__ void opaque() {
+    if constexpr (HOLD) {
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) p[it].opaque();
+    }
+  }
+  // Element j of vector `it`, given v = vec(it).
+  __device__ __forceinline__ float at(const P& v, int it, int j) const {
+    if constexpr (!HOLD && NUM_ELTS == 1) {
+      return (*this)(it, j);
+    } else if constexpr (!HOLD || PACKED) {
+      return v.get(j) + shift;
+    } else {
+      return v.get(j);
+    }
+  }
   __device__ __forceinline__ float operator()(int it, int j) const {
     if constexpr (!HOLD) {
+      static_assert(NUM_ELTS == 1, "re-read vectors: use vec() and at()");
       const int col = col0 + it * col_step;
       if (GENERAL && col >= cols) return shift;  // as a zero-filled held weight
       if constexpr (PACKED) {
@@ -199,17 +231,45 @@ struct Weights {
   }
 };
 
-// Whether a kernel keeps its weights in registers (see Weights). Re-reading them pays only for
-// scalar slices of many elements, and not in the RMSNorm forward (one weight, few registers).
-// H200, bf16 rows of 2053 / 5003 / 12289 columns, the same shapes held (perf/results/
-// 2026-11-30-h200-run14) and re-read (run16): backward, 9-49 elements a thread: 1.00-1.16x on
-// the fastest shapes; LayerNorm forward, 20-49 elements: 1.13-1.63x, 17: 0.80x, 64: 0.58-0.63x;
-// RMSNorm forward: 0.72-0.85x.
-template <bool BWD, bool RMS, int NUM_ELTS, int LDGS, bool GENERAL>
-struct HoldWeights {
-  static constexpr bool reread =
-      GENERAL && NUM_ELTS == 1 && LDGS <= 49 && (BWD ? LDGS >= 9 : !RMS && LDGS >= 20);
-  static constexpr bool value = !reread;
+// Whether a forward kernel keeps its weights in registers (see Weights). Re-reading them pays
+// only for scalar slices of many elements, and not in the RMSNorm forward (one weight, few
+// registers). H200, bf16 rows of 2053 / 5003 / 12289 columns, the same shapes held (perf/
+// results/2026-11-30-h200-run14) and re-read (run16): LayerNorm forward, 20-49 elements:
+// 1.13-1.63x, 17: 0.80x, 64: 0.58-0.63x; RMSNorm forward: 0.72-0.85x.
+template <bool RMS, int NUM_ELTS, int LDGS, bool GENERAL>
+struct FwdWeights {
+  static constexpr bool hold = !(GENERAL && NUM_ELTS == 1 && LDGS >= 20 && LDGS <= 49 && !RMS);
+};
+
+// What the backward keeps in registers. Per element of its slice a thread holds the dgamma (and
+// dbeta) sums, its weights (packed) and the row: as loaded (packed, twice with PREFETCH: this
+// row's copy and the next row's loads) and widened to fp32 (x-hat and dy * gamma). Where that
+// exceeds the register cap of the launch bounds (64K registers an SM over MIN_CTAS CTAs) the
+// kernel spilled (ptxas, bf16 layernorm_bwd 16384 columns, 64 elements a thread: 420 B), so
+//   lean: the row stays packed and x-hat, dy * gamma are recomputed where the output needs
+//         them (a few ALU operations an element against spill traffic);
+//   hold: weights in registers unless the lean row still does not fit; then vectors are
+//         re-read each row (L1). Scalar general slices re-read as measured: 9-49 elements,
+//         1.00-1.16x on the fastest shapes of runs 14 / 16.
+template <typename Ti, typename Tw, typename To, int THREADS, int MIN_CTAS, int NUM_ELTS,
+          int LDGS, bool GENERAL, bool RMS, bool ADD, bool PREFETCH>
+struct BwdRegisters {
+  static constexpr int E = NUM_ELTS * LDGS;
+  static constexpr int CAP_RAW = 65536 / (THREADS * MIN_CTAS);
+  static constexpr int CAP = (CAP_RAW > 255 ? 255 : CAP_RAW) & ~7;
+  // one row's inputs as loaded (packed): x, dy and the fused add
+  static constexpr int ROW = E * (int)(sizeof(Ti) + sizeof(To) + (ADD ? sizeof(Ti) : 0)) / 4;
+  static constexpr int ADD_COPY = ADD ? E * (int)sizeof(Ti) / 4 : 0;
+  static constexpr int SUMS = (RMS ? 1 : 2) * E;
+  static constexpr int WEIGHTS = E * (int)sizeof(Tw) / 4;
+  static constexpr int SLACK = 16;  // indices, pointers, row statistics, reduction temporaries
+  static constexpr int WIDE = 2 * E + ADD_COPY + (PREFETCH ? ROW : 0) + SUMS + WEIGHTS + SLACK;
+  // the lean form loads the fused add only where dx is stored
+  static constexpr int LEAN_ROW = E * (int)(sizeof(Ti) + sizeof(To)) / 4;
+  static constexpr int LEAN_REGS = (PREFETCH ? 2 : 1) * LEAN_ROW + SUMS + WEIGHTS + SLACK;
+  static constexpr bool scalar_reread = GENERAL && NUM_ELTS == 1 && LDGS >= 9 && LDGS <= 49;
+  static constexpr bool lean = NUM_ELTS > 1 && WIDE > CAP;
+  static constexpr bool hold = !scalar_reread && !(lean && LEAN_REGS > CAP);
 };
 
 // The LDGS vectors of one row slice of this thread, as stored (packed). Rows at or past `rows`
@@ -217,6 +277,10 @@ struct HoldWeights {
 template <typename T, int LDGS, int NUM_ELTS, bool GENERAL>
 struct RowSlice {
   Pack<T, NUM_ELTS> p[LDGS];
+  __device__ __forceinline__ void opaque() {
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) p[it].opaque();
+  }
   __device__ __forceinline__ void load(const T* base, long long stride, int row, int rows,
                                        int col0, int col_step, int cols) {
     const T* r = base + (long long)row * stride;
@@ -231,6 +295,35 @@ struct RowSlice {
     }
   }
 };
+
+
+// Backward row sums (sum dy * g, sum dy * g * x-hat) reduced over the row; RMSNorm has only
+// the second.
+template <bool RMS, int WARPS_M, int WARPS_N, int NUM_ELTS>
+__device__ __forceinline__ float2 reduce_dx_sums(float2 s, int trip,
+                                                 const Geometry<WARPS_M, WARPS_N, NUM_ELTS>& geo,
+                                                 float2 (&red)[2][WARPS_M][WARPS_N], float* stats,
+                                                 int* barrier) {
+  if constexpr (RMS) {
+    s.y = warp_sum(s.y);
+  } else {
+    s = warp_sum(s);
+  }
+  SumFolder sum;
+  return row_reduce(s, trip, geo, red, stats, barrier, sum, sum);
+}
+
+// dx of one element from its x-hat, dy * g and the row means of dy * g (LayerNorm) and of
+// dy * g * x-hat.
+template <bool RMS>
+__device__ __forceinline__ float dx_value(float rs, float dyg, float xhat, float mean_dyg_xhat,
+                                          float mean_dyg) {
+  if constexpr (RMS) {
+    return rs * (dyg - mean_dyg_xhat * xhat);
+  } else {
+    return rs * (dyg - (mean_dyg_xhat * xhat + mean_dyg));
+  }
+}
 
 }  // namespace nn
 
@@ -271,7 +364,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   float am = 0.f;
 
   // Weights: once per CTA, outside the row loop.
-  constexpr bool HOLD = HoldWeights<false, RMS, NUM_ELTS, LDGS, GENERAL>::value;
+  constexpr bool HOLD = FwdWeights<RMS, NUM_ELTS, LDGS, GENERAL>::hold;
   Weights<Tw, LDGS, NUM_ELTS, GENERAL, HOLD> g, b;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
@@ -419,8 +512,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
 
-  constexpr bool HOLD = HoldWeights<true, RMS, NUM_ELTS, LDGS, GENERAL>::value;
-  Weights<Tw, LDGS, NUM_ELTS, GENERAL, HOLD> g;
+  using Regs = BwdRegisters<Ti, Tw, To, WARPS_M * WARPS_N * 32, MIN_CTAS, NUM_ELTS, LDGS, GENERAL,
+                            RMS, ADD, PREFETCH>;
+  constexpr bool LEAN = Regs::lean;
+  Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold> g;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
 
   // Per-column dgamma/dbeta partial sums over this thread's rows.
@@ -432,7 +527,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     for (int j = 0; j < NUM_ELTS; ++j) dg[it][j] = db[it][j] = 0.f;
 
   const float rn = 1.f / (float)cols;
-  SumFolder sum;
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
   const int trips = geo.trips(rows);
   // One row's inputs as stored; out-of-range rows and columns read as zeros, which add nothing
@@ -446,7 +540,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const auto load_in = [&](In& in, int r) {
     in.x.load(x, x_stride, r, rows, geo.col0, geo.col_step, cols);
     in.dy.load(dy, dy_stride, r, rows, geo.col0, geo.col_step, cols);
-    if constexpr (ADD) in.add.load(add, add_stride, r, rows, geo.col0, geo.col_step, cols);
+    if constexpr (ADD && !LEAN) {
+      in.add.load(add, add_stride, r, rows, geo.col0, geo.col_step, cols);
+    }
     in.m = (!RMS && r < rows) ? mu[r] : 0.f;
     in.rs = r < rows ? rsigma[r] : 0.f;
   };
@@ -458,67 +554,118 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     if (!valid && !lockstep) break;
 
     if constexpr (!PREFETCH) load_in(cur, row);
-    float xv[LDGS][NUM_ELTS];
-    float dyv[LDGS][NUM_ELTS];
-#pragma unroll
-    for (int it = 0; it < LDGS; ++it) {
-      cur.x.p[it].to_float(xv[it]);
-      cur.dy.p[it].to_float(dyv[it]);
-    }
-    const float m = cur.m;
-    const float rs = cur.rs;
-    Pack<Ti, NUM_ELTS> ap[ADD ? LDGS : 1];
-    if constexpr (ADD) {
-#pragma unroll
-      for (int it = 0; it < LDGS; ++it) ap[it] = cur.add.p[it];
-    }
-    if constexpr (PREFETCH) {
-      if (trip + 1 < trips) load_in(cur, geo.row(trip + 1));
-    }
-
-    // xhat and dy * g replace x and dy in registers.
-    float2 s = make_float2(0.f, 0.f);
-#pragma unroll
-    for (int it = 0; it < LDGS; ++it) {
-#pragma unroll
-      for (int j = 0; j < NUM_ELTS; ++j) {
-        const float xhat = RMS ? xv[it][j] * rs : (xv[it][j] - m) * rs;
-        const float d = dyv[it][j];
-        const float dyg = d * g(it, j);
-        dg[it][j] += d * xhat;
-        if constexpr (!RMS) {
-          db[it][j] += d;
-          s.x += dyg;
-        }
-        s.y += dyg * xhat;
-        xv[it][j] = xhat;
-        dyv[it][j] = dyg;
+    if constexpr (LEAN) {
+      const float m = cur.m;
+      const float rs = cur.rs;
+      // This row stays packed (a copy: with PREFETCH `cur` takes the next row); x-hat and
+      // dy * g are computed in both passes.
+      RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> rx = cur.x;
+      RowSlice<To, LDGS, NUM_ELTS, GENERAL> rdy = cur.dy;
+      if constexpr (PREFETCH) {
+        if (trip + 1 < trips) load_in(cur, geo.row(trip + 1));
       }
-    }
-    if constexpr (RMS) {
-      s.y = warp_sum(s.y);
-    } else {
-      s = warp_sum(s);
-    }
-    s = row_reduce(s, trip, geo, red, stats, barrier, sum, sum);
-    const float mean_dyg = s.x * rn;
-    const float mean_dyg_xhat = s.y * rn;
-
-    if (valid) {
-      Ti* dxr = dx + (long long)row * dx_stride;
+      float2 s = make_float2(0.f, 0.f);
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
-        float o[NUM_ELTS];
+        const auto gv = g.vec(it);
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
-          if constexpr (RMS) {
-            o[j] = rs * (dyv[it][j] - mean_dyg_xhat * xv[it][j]);
-          } else {
-            o[j] = rs * (dyv[it][j] - (mean_dyg_xhat * xv[it][j] + mean_dyg));
+          const float xx = rx.p[it].get(j);
+          const float xhat = RMS ? xx * rs : (xx - m) * rs;
+          const float d = rdy.p[it].get(j);
+          const float dyg = d * g.at(gv, it, j);
+          dg[it][j] += d * xhat;
+          if constexpr (!RMS) {
+            db[it][j] += d;
+            s.x += dyg;
           }
-          if constexpr (ADD) o[j] += ap[it].get(j);
+          s.y += dyg * xhat;
         }
-        store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
+      }
+      s = reduce_dx_sums<RMS>(s, trip, geo, red, stats, barrier);
+      // Opaque to the compiler: otherwise it keeps the first pass's fp32 values live (common
+      // subexpressions) instead of recomputing them from the packed words.
+      rx.opaque();
+      rdy.opaque();
+      g.opaque();
+      const float mean_dyg = s.x * rn;
+      const float mean_dyg_xhat = s.y * rn;
+      if (valid) {
+        Ti* dxr = dx + (long long)row * dx_stride;
+#pragma unroll
+        for (int it = 0; it < LDGS; ++it) {
+          const auto gv = g.vec(it);
+          float o[NUM_ELTS];
+#pragma unroll
+          for (int j = 0; j < NUM_ELTS; ++j) {
+            const float xx = rx.p[it].get(j);
+            const float xhat = RMS ? xx * rs : (xx - m) * rs;
+            const float dyg = rdy.p[it].get(j) * g.at(gv, it, j);
+            o[j] = dx_value<RMS>(rs, dyg, xhat, mean_dyg_xhat, mean_dyg);
+          }
+          if constexpr (ADD) {
+            Pack<Ti, NUM_ELTS> a;
+            a.template load_cols<GENERAL>(add + (long long)row * add_stride,
+                                          geo.col0 + it * geo.col_step, cols);
+#pragma unroll
+            for (int j = 0; j < NUM_ELTS; ++j) o[j] += a.get(j);
+          }
+          store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
+        }
+      }
+    } else {
+      float xv[LDGS][NUM_ELTS];
+      float dyv[LDGS][NUM_ELTS];
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+        cur.x.p[it].to_float(xv[it]);
+        cur.dy.p[it].to_float(dyv[it]);
+      }
+      const float m = cur.m;
+      const float rs = cur.rs;
+      Pack<Ti, NUM_ELTS> ap[ADD ? LDGS : 1];
+      if constexpr (ADD) {
+#pragma unroll
+        for (int it = 0; it < LDGS; ++it) ap[it] = cur.add.p[it];
+      }
+      if constexpr (PREFETCH) {
+        if (trip + 1 < trips) load_in(cur, geo.row(trip + 1));
+      }
+
+      // xhat and dy * g replace x and dy in registers.
+      float2 s = make_float2(0.f, 0.f);
+#pragma unroll
+      for (int it = 0; it < LDGS; ++it) {
+#pragma unroll
+        for (int j = 0; j < NUM_ELTS; ++j) {
+          const float xhat = RMS ? xv[it][j] * rs : (xv[it][j] - m) * rs;
+          const float d = dyv[it][j];
+          const float dyg = d * g(it, j);
+          dg[it][j] += d * xhat;
+          if constexpr (!RMS) {
+            db[it][j] += d;
+            s.x += dyg;
+          }
+          s.y += dyg * xhat;
+          xv[it][j] = xhat;
+          dyv[it][j] = dyg;
+        }
+      }
+      s = reduce_dx_sums<RMS>(s, trip, geo, red, stats, barrier);
+      const float mean_dyg = s.x * rn;
+      const float mean_dyg_xhat = s.y * rn;
+      if (valid) {
+        Ti* dxr = dx + (long long)row * dx_stride;
+#pragma unroll
+        for (int it = 0; it < LDGS; ++it) {
+          float o[NUM_ELTS];
+#pragma unroll
+          for (int j = 0; j < NUM_ELTS; ++j) {
+            o[j] = dx_value<RMS>(rs, dyv[it][j], xv[it][j], mean_dyg_xhat, mean_dyg);
+            if constexpr (ADD) o[j] += ap[it].get(j);
+          }
+          store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
+        }
       }
     }
   }

@@ -185,6 +185,13 @@ struct Pack {
     }
   }
 
+  // The words become values the compiler knows nothing about (no instruction): what was
+  // computed from them before cannot stand in for what is computed after.
+  __device__ __forceinline__ void opaque() {
+#pragma unroll
+    for (int i = 0; i < WORDS; ++i) asm volatile("" : "+r"(w[i]));
+  }
+
   // Element j (a compile-time index once unrolled) widened to float.
   __device__ __forceinline__ float get(int j) const {
     if constexpr (same_type<T, float>::value) {
