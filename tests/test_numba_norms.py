@@ -671,3 +671,35 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
     assert plan.spec.config.prefetch and plan.spec.ldgs * plan.spec.num_elts == 32
     assert plan.row_iterations >= 3
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
+
+
+@needs_sim
+@pytest.mark.parametrize(
+    "op, dtypes, add",
+    [("layernorm", BF16, False), ("layernorm", FP32, False), ("rmsnorm", BF16, True)],
+)
+def test_backward_lean_form(monkeypatch, op, dtypes, add):
+    """The lean backward (x and dy kept as loaded, read again for dx) over several row trips
+    with a partial last one: 16-32 element slices under a register cap (32 one-warp CTAs an
+    SM: 64 registers) the wide form exceeds; the entry's pipeline is not run."""
+    from numba_norms.backends.numba import _norms
+
+    weight, inp, out = dtypes
+    cols = 1024 if inp == "bf16" else 512
+    key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
+    cfg = registry.NormConfig.tuned_for(
+        key, cols, ctas_per_row=1, warps_m=1, warps_n=1, origin="measured",
+        min_ctas_per_sm=32, prefetch=True,
+    )  # fmt: skip
+    rows = 11
+    x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)
+    add_in = rounded(np.random.default_rng(4).standard_normal((rows, cols)), inp) if add else None
+    _, mu, rs, _ = run_forward(op, dtypes, x, g, b, zero_centered=True)
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    dx, dg, db, plan = run_backward(
+        op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True, general=False
+    )
+    reread = plan.spec.num_elts * plan.spec.ldgs >= 32
+    assert _norms._backward_lean(plan.spec, reread)
+    assert plan.row_iterations >= 3
+    check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)

@@ -45,6 +45,7 @@ from numba.cuda import types
 
 import rtc
 
+from ... import registry
 from ...planner import NormPlan, NormSpec
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
@@ -197,6 +198,20 @@ if _SIM:
         dt = src.dtype
         for j in range(n):
             dst[off + j] = _widen(src[idx + j], dt) if j < avail else _ZERO
+
+    # The lean backward's packed row: the simulator keeps one float per element as a "word"
+    # (the kernel sizes its word arrays with _words_per(..., sim=True)).
+    def _ldw(src, idx, words, woff, n):
+        _ld(src, idx, words, woff, n)
+
+    _ldw_again = _ldw
+
+    def _unpk(src, words, woff, dst, off, n):
+        for j in range(n):
+            dst[off + j] = words[woff + j]
+
+    def _opq_i(v):
+        return v
 
     def _st_any(dst, idx, src, off, n):
         dt = dst.dtype
@@ -532,6 +547,92 @@ else:
     # dst[off:off+n] = fp32(src[idx:idx+n]), one aligned vector load per 16 bytes; the checked
     # form reads elements j >= avail as 0
     _ld, _ld_g = _access_pair(_emit_load, zero_fill=True)
+
+    # The lean backward keeps a row as loaded (whole 32-bit words of storage) and widens it
+    # where used; its second pass reads the row again at an index made opaque by _opq_i, so the
+    # compiler cannot keep the first pass's values instead.
+    def _word_arrays(ptr, arr, n, dtype):
+        if not isinstance(n, types.IntegerLiteral):
+            return False
+        if not isinstance(ptr, types.CPointer) or not isinstance(arr, types.Array):
+            raise TypeError(f"packed access needs (pointer, local array), got {ptr}, {arr}")
+        if arr.dtype != dtype:
+            raise TypeError(f"packed words are {dtype}, got {arr.dtype}")
+        return True
+
+    def _arr_at(context, builder, aty, arr, off, offty):
+        data = context.make_array(aty)(context, builder, arr).data
+        return builder.gep(data, [context.cast(builder, off, offty, types.int64)])
+
+    def _load_words(invariant: bool):
+        @intrinsic
+        def ldw(typingctx, src, idx, words, woff, n):
+            """words[woff:] (uint32) = the storage words of src[idx:idx+n], 16 bytes a load."""
+            if not _word_arrays(src, words, n, types.uint32):
+                return None
+            return types.void(src, idx, words, woff, n), _ldw_codegen(n.literal_value, invariant)
+
+        return ldw
+
+    def _ldw_codegen(count, invariant):
+        def codegen(context, builder, sig, args):
+            kind = _kind(sig.args[0])
+            esize = 4 if kind == "fp32" else 2
+            g = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
+            w = _arr_at(context, builder, sig.args[2], args[2], args[3], sig.args[3])
+            for first, size in _chunks(count, esize):
+                wty, vty, nw = _words(size)
+                if size < 4:
+                    raise TypeError("packed rows need whole 32-bit words")
+                ptr = builder.bitcast(builder.gep(g, [_c64(first)]), vty.as_pointer())
+                val = builder.load(ptr, align=size)
+                if invariant:
+                    val.set_metadata("invariant.load", builder.module.add_metadata([]))
+                base = first * esize // 4
+                for k in range(nw):
+                    word = builder.extract_element(val, _c32(k)) if nw > 1 else val
+                    builder.store(word, builder.gep(w, [_c64(base + k)]))
+            return context.get_dummy_value()
+
+        return codegen
+
+    _ldw = _load_words(True)
+    _ldw_again = _load_words(False)  # a second read of the same words (not merged with the first)
+
+    @intrinsic
+    def _unpk(typingctx, src, words, woff, dst, off, n):
+        """dst[off:off+n] (fp32) = the elements of src's storage type packed in words[woff:]."""
+        if not _word_arrays(src, words, n, types.uint32):
+            return None
+        count = n.literal_value
+
+        def codegen(context, builder, sig, args):
+            kind = _kind(sig.args[0])
+            w = _arr_at(context, builder, sig.args[1], args[1], args[2], sig.args[2])
+            d = _arr_at(context, builder, sig.args[3], args[3], args[4], sig.args[4])
+            for j in range(count):
+                if kind == "fp32":
+                    bits = builder.load(builder.gep(w, [_c64(j)]))
+                else:
+                    word = builder.load(builder.gep(w, [_c64(j // 2)]))
+                    part = builder.lshr(word, _c32(16)) if j % 2 else word
+                    bits = builder.trunc(part, _LL_I16)
+                builder.store(_to_f32(builder, kind, bits), builder.gep(d, [_c64(j)]))
+            return context.get_dummy_value()
+
+        return types.void(src, words, woff, dst, off, n), codegen
+
+    _ASM_OPAQUE_64 = ir.InlineAsm(ir.FunctionType(_LL_I64, [_LL_I64]), "", "=l,0", side_effect=True)
+
+    @intrinsic
+    def _opq_i(typingctx, v):
+        """v (an int64) through an empty asm statement."""
+
+        def codegen(context, builder, sig, args):
+            x = context.cast(builder, args[0], sig.args[0], types.int64)
+            return builder.call(_ASM_OPAQUE_64, [x])
+
+        return types.int64(v), codegen
 
     def _store_intrinsics(hw: bool, fp8: str | None, hw_fp8: bool):
         def emit(builder, kind, g, a, count):
@@ -978,23 +1079,56 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     return norm_fwd
 
 
+def _register_cap(spec: NormSpec) -> int:
+    cfg = spec.config
+    return min(255, 65536 // (cfg.threads * cfg.min_ctas_per_sm) // 8 * 8)
+
+
+def _backward_lean(spec: NormSpec, reread: bool) -> bool:
+    """Whether the backward kernel takes its lean form: x and dy are kept as loaded (storage
+    words, widened where used) until the row sums are taken, and the dx pass reads them again
+    (from L1 or L2; the DRAM traffic is unchanged) instead of holding x-hat and dy * gamma in
+    fp32 across the row reduction. (The NVRTC kernel keeps its words across the reduction and
+    hides them from the compiler with an empty asm; Numba's PTX let ptxas merge the two passes
+    again: 564 B of spills at layernorm_bwd 16384 against 144 B with the second read.)
+
+    Tuned (vector) slices whose wide form exceeds the entry's register cap: 2 * NV for x-hat
+    and dy * gamma, NV (dgamma) or 2 * NV (+ dbeta) partial sums, NV held gamma unless re-read,
+    and 32 (+ NV - 32 past 32 elements) for addresses, sums and the unrolled code's temporaries
+    (fitted to ptxas through nvJitLink, bf16: the wide form spilled 60 B at layernorm_bwd 12288
+    (24 elements a thread, cap 128), 332 B at 16384 (32) and 136 B at rmsnorm_bwd 16384 (64,
+    cap 248); it fit at 16 elements with cap 128 and at rmsnorm_bwd 12288 (24, cap 128)).
+    """
+    if spec.general or spec.num_elts == 1:
+        return False
+    nv = spec.num_elts * spec.ldgs
+    sums = nv if spec.config.is_rms else 2 * nv
+    wide = 2 * nv + sums + (0 if reread else nv) + 32 + max(0, nv - 32)
+    return wide > _register_cap(spec)
+
+
+def _words_per(dtype: str, elements: int, sim: bool) -> int:
+    """Storage words (32-bit) of ``elements`` packed elements; one per element in the simulator."""
+    return elements if sim else elements * registry.itemsize(dtype) // 4
+
+
 def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
-    """Whether the backward kernel runs the entry's software pipeline (the next row's x and dy
-    loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
+    """Whether the (wide) backward kernel runs the entry's software pipeline (the next row's x
+    and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
     Only where its registers fit under the entry's cap: this kernel keeps x and dy of the next
     row as fp32 (2 * NV registers; the NVRTC kernel keeps them packed), beside x, dy, dgamma
     (+ dbeta) and gamma (unless re-read), plus ~32 for addresses and sums. Every other measured
     bf16 pipeline spilled (ptxas through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B,
-    rmsnorm_bwd 4096 80 B, 65536 1380 B; none without it).
+    rmsnorm_bwd 4096 80 B, 65536 1380 B; none without it). The lean form never pipelines: its
+    next row's words would take the 2 * NV registers whose lack made it lean.
     """
     cfg = spec.config
     if not cfg.prefetch:
         return False
     nv = spec.num_elts * spec.ldgs
     held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
-    cap = min(255, 65536 // (cfg.threads * cfg.min_ctas_per_sm) // 8 * 8)
-    return held + 2 * nv + 32 <= cap
+    return held + 2 * nv + 32 <= _register_cap(spec)
 
 
 def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
@@ -1009,7 +1143,14 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     # instead of holding NV more registers: held, rmsnorm_bwd 16384 (32 elements, 512 threads)
     # spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
     REREAD = NV >= 32
-    PREFETCH = _backward_prefetch(spec, REREAD)
+    LEAN = _backward_lean(spec, REREAD)
+    PREFETCH = not LEAN and _backward_prefetch(spec, REREAD)
+    # words a vector of x / dy packs into (the lean form)
+    XW = _words_per(cfg.input, NE, _SIM)
+    DW = _words_per(cfg.output, NE, _SIM)
+    WORD = F32 if _SIM else types.uint32
+    NXW = LDGS * XW if LEAN else 1  # word array sizes (constants for cuda.local.array)
+    NDW = LDGS * DW if LEAN else 1
     _st, _st_g, _ = _stores(hw_cvt)
 
     @_device
@@ -1023,6 +1164,14 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
             else:
                 _ld(x, row * x_stride + c, xs, it * NE, NE)
                 _ld(dy, row * dy_stride + c, dys, it * NE, NE)
+
+    @_device
+    def load_words(x, dy, row, x_stride, dy_stride, col0, step, xw, dyw):
+        """x and dy of ``row`` (this thread's slice) into xw and dyw, packed (lean form)."""
+        for it in range(LDGS):
+            c = col0 + it * step
+            _ldw(x, row * x_stride + c, xw, it * XW, NE)
+            _ldw(dy, row * dy_stride + c, dyw, it * DW, NE)
 
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
@@ -1045,10 +1194,15 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
-        xs = cuda.local.array(NV, F32)  # x, then xhat, then dx
-        dys = cuda.local.array(NV, F32)  # dy, then dy * gamma
+        xs = cuda.local.array(1 if LEAN else NV, F32)  # x, then xhat, then dx (wide form)
+        dys = cuda.local.array(1 if LEAN else NV, F32)  # dy, then dy * gamma
         xn = cuda.local.array(NV if PREFETCH else 1, F32)  # the next row's (PREFETCH)
         dyn = cuda.local.array(NV if PREFETCH else 1, F32)
+        # lean form: this row as loaded; one widened vector of each
+        xw = cuda.local.array(NXW, WORD)
+        dyw = cuda.local.array(NDW, WORD)
+        xt = cuda.local.array(NE, F32)
+        dt = cuda.local.array(NE, F32)
         gs = cuda.local.array(1 if REREAD else NV, F32)
         gv = cuda.local.array(NE, F32)  # one re-read gamma vector (REREAD)
         dga = cuda.local.array(NV, F32)
@@ -1088,7 +1242,10 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                 m = mnext
             else:
                 lrow = min(row, rows - 1)
-                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
+                if LEAN:
+                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xw, dyw)
+                else:
+                    load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
                 r = rsigma[lrow]
                 m = _ZERO if RMS else mu[lrow]
             # xhat and dy * gamma replace x and dy; the partial sums take this row if it is real
@@ -1101,11 +1258,14 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                         _ld_g(gamma, c, gv, 0, NE, cols - c)
                     else:
                         _ld(gamma, c, gv, 0, NE)
+                if LEAN:
+                    _unpk(x, xw, it * XW, xt, 0, NE)
+                    _unpk(dy, dyw, it * DW, dt, 0, NE)
                 for k in range(NE):
                     j = it * NE + k
                     g = gv[k] + gadd if REREAD else gs[j]
-                    xh = (xs[j] - m) * r
-                    d = dys[j]
+                    xh = ((xt[k] if LEAN else xs[j]) - m) * r
+                    d = dt[k] if LEAN else dys[j]
                     dyg = d * g
                     if valid:
                         dga[j] += d * xh
@@ -1113,8 +1273,9 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                             dba[j] += d
                     sdy += dyg
                     sdyy += dyg * xh
-                    xs[j] = xh
-                    dys[j] = dyg
+                    if not LEAN:
+                        xs[j] = xh
+                        dys[j] = dyg
             if PREFETCH and t + 1 < trips:
                 lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
                 load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
@@ -1150,7 +1311,37 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
             mdyy = sdyy * rn
             mdy = sdy * rn
 
-            if valid:
+            gcol = col0
+            if LEAN:
+                # the compiler must read the row again, not keep the first pass's floats
+                gcol = _opq_i(col0)
+            if valid and LEAN:
+                dxoff = row * dx_stride
+                addoff = row * add_stride
+                for it in range(LDGS):
+                    c = col0 + it * step
+                    if REREAD:
+                        _ld(gamma, gcol + it * step, gv, 0, NE)
+                    _ldw_again(x, row * x_stride + gcol + it * step, xw, it * XW, NE)
+                    _ldw_again(dy, row * dy_stride + gcol + it * step, dyw, it * DW, NE)
+                    if ADD:
+                        _ld(add, addoff + c, at, 0, NE)
+                    _unpk(x, xw, it * XW, xt, 0, NE)
+                    _unpk(dy, dyw, it * DW, dt, 0, NE)
+                    for k in range(NE):
+                        j = it * NE + k
+                        g = gv[k] + gadd if REREAD else gs[j]
+                        xh = (xt[k] - m) * r
+                        dyg = dt[k] * g
+                        if RMS:
+                            v = r * (dyg - mdyy * xh)
+                        else:
+                            v = r * (dyg - (mdyy * xh + mdy))
+                        if ADD:
+                            v += at[k]
+                        xt[k] = v
+                    _st(dx, dxoff + c, xt, 0, NE)
+            elif valid:
                 dxoff = row * dx_stride
                 addoff = row * add_stride
                 for it in range(LDGS):
