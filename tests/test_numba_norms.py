@@ -646,8 +646,9 @@ def test_ptx_narrow_general_kernels(op, cols, fused_add):
     ],
 )
 def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind, add):
-    """The software pipeline (next row loaded before this row's reductions) over several row
-    trips with a partial last one, on a slice long enough (32 elements) to re-read gamma."""
+    """The software pipeline (next row loaded before this row's reductions: kept as loaded in
+    tuned kernels, widened in general ones) over several row trips with a partial last one, on
+    a slice long enough (32 elements) to re-read gamma."""
     weight, inp, out = dtypes
     key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
     if kind == "tuned":

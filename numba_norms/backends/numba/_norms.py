@@ -1116,19 +1116,24 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     """Whether the (wide) backward kernel runs the entry's software pipeline (the next row's x
     and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
-    Only where its registers fit under the entry's cap: this kernel keeps x and dy of the next
-    row as fp32 (2 * NV registers; the NVRTC kernel keeps them packed), beside x, dy, dgamma
-    (+ dbeta) and gamma (unless re-read), plus ~32 for addresses and sums. Every other measured
-    bf16 pipeline spilled (ptxas through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B,
-    rmsnorm_bwd 4096 80 B, 65536 1380 B; none without it). The lean form never pipelines: its
-    next row's words would take the 2 * NV registers whose lack made it lean.
+    Only where its registers fit under the entry's cap: the next row's x and dy as loaded
+    (storage words, widened when the row comes up; general kernels widen at the load: 2 * NV),
+    beside x, dy, dgamma (+ dbeta) and gamma (unless re-read) in fp32, plus ~32 for addresses
+    and sums. With the next row in fp32 every other measured bf16 pipeline spilled (ptxas
+    through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
+    1380 B; none without it). The lean form never pipelines: the next row's words would take
+    registers whose lack made it lean.
     """
     cfg = spec.config
     if not cfg.prefetch:
         return False
     nv = spec.num_elts * spec.ldgs
     held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
-    return held + 2 * nv + 32 <= _register_cap(spec)
+    if spec.general:
+        nxt = 2 * nv
+    else:
+        nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
+    return held + nxt + 32 <= _register_cap(spec)
 
 
 def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
@@ -1145,12 +1150,16 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     REREAD = NV >= 32
     LEAN = _backward_lean(spec, REREAD)
     PREFETCH = not LEAN and _backward_prefetch(spec, REREAD)
-    # words a vector of x / dy packs into (the lean form)
+    PACKED_NEXT = PREFETCH and not GENERAL  # the next row kept as loaded (words)
+    # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
     DW = _words_per(cfg.output, NE, _SIM)
     WORD = F32 if _SIM else types.uint32
     NXW = LDGS * XW if LEAN else 1  # word array sizes (constants for cuda.local.array)
     NDW = LDGS * DW if LEAN else 1
+    NXWN = LDGS * XW if PACKED_NEXT else 1
+    NDWN = LDGS * DW if PACKED_NEXT else 1
+    NVN = NV if PREFETCH and not PACKED_NEXT else 1
     _st, _st_g, _ = _stores(hw_cvt)
 
     @_device
@@ -1167,7 +1176,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
 
     @_device
     def load_words(x, dy, row, x_stride, dy_stride, col0, step, xw, dyw):
-        """x and dy of ``row`` (this thread's slice) into xw and dyw, packed (lean form)."""
+        """x and dy of ``row`` (this thread's slice) into xw and dyw as loaded (packed)."""
         for it in range(LDGS):
             c = col0 + it * step
             _ldw(x, row * x_stride + c, xw, it * XW, NE)
@@ -1196,8 +1205,10 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         red = cuda.shared.array(RED, F32)
         xs = cuda.local.array(1 if LEAN else NV, F32)  # x, then xhat, then dx (wide form)
         dys = cuda.local.array(1 if LEAN else NV, F32)  # dy, then dy * gamma
-        xn = cuda.local.array(NV if PREFETCH else 1, F32)  # the next row's (PREFETCH)
-        dyn = cuda.local.array(NV if PREFETCH else 1, F32)
+        xn = cuda.local.array(NVN, F32)  # the next row's (PREFETCH, general kernels)
+        dyn = cuda.local.array(NVN, F32)
+        xwn = cuda.local.array(NXWN, WORD)  # the next row's (PREFETCH, tuned kernels)
+        dywn = cuda.local.array(NDWN, WORD)
         # lean form: this row as loaded; one widened vector of each
         xw = cuda.local.array(NXW, WORD)
         dyw = cuda.local.array(NDW, WORD)
@@ -1278,7 +1289,10 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                         dys[j] = dyg
             if PREFETCH and t + 1 < trips:
                 lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
-                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
+                if PACKED_NEXT:
+                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xwn, dywn)
+                else:
+                    load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
                 rnext = rsigma[lrow]
                 mnext = _ZERO if RMS else mu[lrow]
 
@@ -1364,7 +1378,11 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                         _st_g(dx, dxoff + c, xs, it * NE, NE, cols - c)
                     else:
                         _st(dx, dxoff + c, xs, it * NE, NE)
-            if PREFETCH:
+            if PACKED_NEXT:
+                for it in range(LDGS):
+                    _unpk(x, xwn, it * XW, xs, it * NE, NE)
+                    _unpk(dy, dywn, it * DW, dys, it * NE, NE)
+            elif PREFETCH:
                 for j in range(NV):
                     xs[j] = xn[j]
                     dys[j] = dyn[j]
