@@ -2,7 +2,8 @@
 """Where the host microseconds of one small norm call go, part by part (GPU, torch).
 
 Times, in a loop of ``--calls`` calls (median of ``--repeats`` loops, the device synchronised
-between loops so the launch queue never fills), each thing a fast-path ``layernorm_fwd`` call
+between loops; 200 calls: 2000 filled the launch queue, so the launch-only loops timed the
+GPU's pace instead of the host's), each thing a fast-path ``layernorm_fwd`` call
 does on real CUDA tensors, and the whole call beside ``torch.nn.functional.layer_norm``:
 
 - the output allocations (``torch.empty_like``, ``torch.empty`` of the row statistics);
@@ -10,7 +11,7 @@ does on real CUDA tensors, and the whole call beside ``torch.nn.functional.layer
 - the launch: ``rtc.Launcher`` (``cuda.bindings`` ``cuLaunchKernel``) and the same parameter
   block handed to the driver's ``cuLaunchKernel`` through ``ctypes``.
 
-    python3 perf/host_parts.py [--rows 8] [--hidden 4096] [--calls 2000] [--out DIR]
+    python3 perf/host_parts.py [--rows 8] [--hidden 4096] [--calls 200] [--out DIR]
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=8)
     p.add_argument("--hidden", type=int, default=4096)
-    p.add_argument("--calls", type=int, default=2000)
-    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--repeats", type=int, default=50)
     p.add_argument("--out", default=None, help="write host_parts.csv here")
     args = p.parse_args()
 

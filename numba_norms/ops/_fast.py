@@ -48,7 +48,21 @@ _empty_like: Any = None
 _raw_stream: Any = None
 _uint8: Any = None
 _float32: Any = None
-_env = os.environ
+
+
+def _env_reader():
+    """A cheap read of DISABLE_NVRTC for the signature (its raw value: the general path
+    interprets it). ``os.environ.get`` encodes the name and decodes the value on every call
+    (0.7 us of a 1.8 us signature on the dev box); on POSIX CPython the mapping's own dict of
+    bytes holds the same values, updated by every ``os.environ`` assignment."""
+    data = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(data, dict):
+        name = os.fsencode("DISABLE_NVRTC")
+        return lambda: data.get(name)
+    return lambda: os.environ.get("DISABLE_NVRTC")
+
+
+_nvrtc_switch = _env_reader()
 
 
 def clear() -> None:
@@ -126,7 +140,7 @@ def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype) -> tuple:
     bp = 0 if beta is None else beta.data_ptr()
     low = _low_bits(x.data_ptr(), gamma.data_ptr(), bp)
     return (
-        kind, _env.get("DISABLE_NVRTC"), low, _sig(x), _sig(gamma),
+        kind, _nvrtc_switch(), low, _sig(x), _sig(gamma),
         None if beta is None else _sig(beta), out_dtype, bool(zero_centered_gamma),
     )  # fmt: skip
 
@@ -191,7 +205,7 @@ def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple:
     mp = 0 if mu is None else mu.data_ptr()
     low = _low_bits(dy.data_ptr(), x.data_ptr(), gamma.data_ptr(), rsigma.data_ptr(), mp)
     return (
-        kind, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(x),
+        kind, _nvrtc_switch(), low, _sig(dy), _sig(x),
         None if mu is None else _sig(mu), _sig(rsigma), _sig(gamma), bool(zero_centered_gamma),
     )  # fmt: skip
 
@@ -271,14 +285,14 @@ def _finite(scale: Any) -> bool:
 
 def _sm_fwd_key(variant: str, x, mask) -> tuple:
     if mask is None:
-        return (variant, _env.get("DISABLE_NVRTC"), x.data_ptr() & 15, _sig(x), None)
+        return (variant, _nvrtc_switch(), x.data_ptr() & 15, _sig(x), None)
     low = (x.data_ptr() | mask.data_ptr()) & 15
-    return (variant, _env.get("DISABLE_NVRTC"), low, _sig(x), _sig(mask))
+    return (variant, _nvrtc_switch(), low, _sig(x), _sig(mask))
 
 
 def _sm_bwd_key(dy, y, ndim: int) -> tuple:
     low = (dy.data_ptr() | y.data_ptr()) & 15
-    return (ndim, _env.get("DISABLE_NVRTC"), low, _sig(dy), _sig(y))
+    return (ndim, _nvrtc_switch(), low, _sig(dy), _sig(y))
 
 
 def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
