@@ -231,14 +231,34 @@ struct Weights {
   }
 };
 
-// Whether a forward kernel keeps its weights in registers (see Weights). Re-reading them pays
-// only for scalar slices of many elements, and not in the RMSNorm forward (one weight, few
-// registers). H200, bf16 rows of 2053 / 5003 / 12289 columns, the same shapes held (perf/
-// results/2026-11-30-h200-run14) and re-read (run16): LayerNorm forward, 20-49 elements:
-// 1.13-1.63x, 17: 0.80x, 64: 0.58-0.63x; RMSNorm forward: 0.72-0.85x.
-template <bool RMS, int NUM_ELTS, int LDGS, bool GENERAL>
-struct FwdWeights {
-  static constexpr bool hold = !(GENERAL && NUM_ELTS == 1 && LDGS >= 20 && LDGS <= 49 && !RMS);
+// What the forward keeps in registers. Scalar weights: re-reading them pays only for scalar
+// slices of many elements, and not in the RMSNorm forward (one weight, few registers). H200,
+// bf16 rows of 2053 / 5003 / 12289 columns, the same shapes held (perf/results/
+// 2026-11-30-h200-run14) and re-read (run16): LayerNorm forward, 20-49 elements: 1.13-1.63x,
+// 17: 0.80x, 64: 0.58-0.63x; RMSNorm forward: 0.72-0.85x.
+template <typename Ti, typename Tw, int THREADS, int MIN_CTAS, int NUM_ELTS, int LDGS,
+          bool GENERAL, bool RMS, bool PREFETCH>
+struct FwdRegisters {
+  static constexpr int E = NUM_ELTS * LDGS;
+  static constexpr int CAP_RAW = 65536 / (THREADS * MIN_CTAS);
+  static constexpr int CAP = (CAP_RAW > 255 ? 255 : CAP_RAW) & ~7;
+  static constexpr int ROW = E * (int)sizeof(Ti) / 4;                   // x as loaded
+  static constexpr int WEIGHTS = (RMS ? 1 : 2) * E * (int)sizeof(Tw) / 4;  // packed
+  // RMSNorm needs fewer temporaries (no mean, no second sum): its wide form fit exactly at
+  // 32768 (1024 threads, 64 registers, ptxas) where the lean one spilled 24 B
+  static constexpr int SLACK = RMS ? 0 : 16;
+  // Wide: x widened to fp32 (E) beside the next row's loads (PREFETCH) and the weights.
+  static constexpr int WIDE = E + (PREFETCH ? ROW : 0) + WEIGHTS + SLACK;
+  static constexpr int LEAN_REGS = (PREFETCH ? 2 : 1) * ROW + WEIGHTS + SLACK;
+  // Lean: x stays packed and is widened at each use (the sums, then y), like the lean
+  // backward; for tuned slices whose wide form exceeds the cap (ptxas, bf16 layernorm_fwd
+  // 65536 (4 CTAs a row, 64 elements a thread, cap 128): 280 B of spill stores; 32768 (32,
+  // cap 64): 88 B).
+  static constexpr bool lean = NUM_ELTS > 1 && WIDE > CAP;
+  // Weights: see Weights; vectors are re-read where the lean row still does not fit.
+  static constexpr bool scalar_reread =
+      GENERAL && NUM_ELTS == 1 && LDGS >= 20 && LDGS <= 49 && !RMS;
+  static constexpr bool hold = !scalar_reread && !(lean && LEAN_REGS > CAP);
 };
 
 // What the backward keeps in registers. Per element of its slice a thread holds the dgamma (and
@@ -363,9 +383,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   }
   float am = 0.f;
 
-  // Weights: once per CTA, outside the row loop.
-  constexpr bool HOLD = FwdWeights<RMS, NUM_ELTS, LDGS, GENERAL>::hold;
-  Weights<Tw, LDGS, NUM_ELTS, GENERAL, HOLD> g, b;
+  // Weights: once per CTA, outside the row loop (unless re-read).
+  using Regs = FwdRegisters<Ti, Tw, WARPS_M * WARPS_N * 32, MIN_CTAS, NUM_ELTS, LDGS, GENERAL, RMS,
+                            PREFETCH>;
+  constexpr bool LEAN = Regs::lean;
+  using W = Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold>;
+  W g, b;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
 
@@ -392,9 +415,31 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     if (!valid && !lockstep) break;
 
     if constexpr (!PREFETCH) cur.load(x, x_stride, row, rows, geo.col0, geo.col_step, cols);
-    float v[LDGS][NUM_ELTS];
+    // Wide: x widened once; lean: x kept as loaded (a copy: with PREFETCH `cur` takes the next
+    // row) and widened at each use.
+    float v[LEAN ? 1 : LDGS][NUM_ELTS];
+    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> rx;
+    if constexpr (LEAN) {
+      rx = cur;
+    } else {
 #pragma unroll
-    for (int it = 0; it < LDGS; ++it) cur.p[it].to_float(v[it]);
+      for (int it = 0; it < LDGS; ++it) cur.p[it].to_float(v[it]);
+    }
+    const auto val = [&](int it, int j) {
+      if constexpr (LEAN) {
+        return rx.p[it].get(j);
+      } else {
+        return v[it][j];
+      }
+    };
+    // weight j of vector it; wv = w.vec(it) in the lean form (re-read weights load there)
+    const auto wt = [&](const W& w, const typename W::P& wv, int it, int j) {
+      if constexpr (LEAN) {
+        return w.at(wv, it, j);
+      } else {
+        return w(it, j);
+      }
+    };
     if constexpr (PREFETCH) {
       if (trip + 1 < trips) {
         cur.load(x, x_stride, geo.row(trip + 1), rows, geo.col0, geo.col_step, cols);
@@ -408,7 +453,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int it = 0; it < LDGS; ++it)
 #pragma unroll
-        for (int j = 0; j < NUM_ELTS; ++j) s += v[it][j] * v[it][j];
+        for (int j = 0; j < NUM_ELTS; ++j) s += val(it, j) * val(it, j);
       float2 t = make_float2(warp_sum(s), 0.f);
       t = row_reduce(t, trip, geo, red, stats, barrier, sum, sum);
       rs = rsqrtf(t.x * rn + eps);
@@ -419,7 +464,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int it = 0; it < LDGS; ++it)
 #pragma unroll
-        for (int j = 0; j < NUM_ELTS; ++j) s += v[it][j];
+        for (int j = 0; j < NUM_ELTS; ++j) s += val(it, j);
       const float m_w = warp_sum(s) / (n_warp > 0.f ? n_warp : 1.f);  // empty warp: mean 0
       float m2 = 0.f;
 #pragma unroll
@@ -427,7 +472,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         const int left = cols - (geo.col0 + it * geo.col_step);
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
-          const float d = v[it][j] - m_w;
+          const float d = val(it, j) - m_w;
           if (!GENERAL || j < left) m2 += d * d;
         }
       }
@@ -437,6 +482,12 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       rs = rsqrtf(t.y * rn + eps);
     }
 
+    if constexpr (LEAN) {
+      // widen again for y, not keep the sums' fp32 values (see the lean backward)
+      rx.opaque();
+      g.opaque();
+      b.opaque();
+    }
     if (valid) {
       if (geo.cta_n == 0 && geo.warp_n == 0 && geo.lane == 0) {
         if constexpr (!RMS) mu[row] = mean;
@@ -446,12 +497,17 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
         float o[NUM_ELTS];
+        typename W::P gv{}, bv{};
+        if constexpr (LEAN) {
+          gv = g.vec(it);
+          if constexpr (!RMS) bv = b.vec(it);
+        }
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
           if constexpr (RMS) {
-            o[j] = v[it][j] * rs * g(it, j);
+            o[j] = val(it, j) * rs * wt(g, gv, it, j);
           } else {
-            o[j] = (v[it][j] - mean) * rs * g(it, j) + b(it, j);
+            o[j] = (val(it, j) - mean) * rs * wt(g, gv, it, j) + wt(b, bv, it, j);
           }
         }
         const int col = geo.col0 + it * geo.col_step;
