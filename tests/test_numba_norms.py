@@ -704,3 +704,32 @@ def test_backward_lean_form(monkeypatch, op, dtypes, add):
     assert _norms._backward_lean(plan.spec, reread)
     assert plan.row_iterations >= 3
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
+
+
+@needs_sim
+@pytest.mark.parametrize(
+    "op, dtypes, cols",
+    [
+        ("layernorm", BF16, 1024),  # 32 elements a thread: weights re-read each row
+        ("rmsnorm", BF16, 512),  # 16: weights held
+        ("layernorm", FP32, 512),  # 16 fp32 words a row in flight
+    ],
+)
+def test_forward_pipeline(monkeypatch, op, dtypes, cols):
+    """The forward's software pipeline (the next row loaded as stored before this row's sums)
+    over several row trips with a partial last one, with held and re-read weights."""
+    from numba_norms.backends.numba import _norms
+
+    weight, inp, out = dtypes
+    key = registry.NormKey(f"{op}_fwd", weight, inp, out)
+    cfg = registry.NormConfig.tuned_for(
+        key, cols, ctas_per_row=1, warps_m=1, warps_n=1, origin="measured", prefetch=True
+    )
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    rows = 11
+    x, g, b, _ = inputs(rows, cols, dtypes, cols + 7, zero_centered=True)
+    y, mu, rs, plan = run_forward(op, dtypes, x, g, b, zero_centered=True, general=False)
+    reread, prefetch = _norms._forward_form(plan.spec)
+    assert prefetch and reread == (plan.spec.num_elts * plan.spec.ldgs >= 32)
+    assert plan.row_iterations >= 3
+    check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=True)

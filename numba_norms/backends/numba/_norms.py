@@ -865,6 +865,24 @@ def _hw_flags(cc: tuple[int, int] | None) -> tuple[bool, bool]:
     return cc >= _HW_CVT_CC, cc >= _HW_FP8_CC
 
 
+def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
+    """(re-read weights, software pipeline) of the forward kernel.
+
+    Held weights are fp32 here (NV registers each for gamma and beta): slices of 32+ elements
+    re-read them at each row from L1, as the backward re-reads gamma. The pipeline (the next
+    row's x loaded, as stored, before this row's sums; the entry's ``prefetch``) runs in tuned
+    kernels where the next row's words fit beside x in fp32, the held weights and ~32
+    registers for addresses and sums.
+    """
+    cfg = spec.config
+    nv = spec.num_elts * spec.ldgs
+    reread = nv >= 32
+    weights = 0 if reread else nv * (1 if cfg.is_rms else 2)
+    held = nv + weights + _words_per(cfg.input, nv, False) + 32
+    prefetch = cfg.prefetch and not spec.general and held <= _register_cap(spec)
+    return reread, prefetch
+
+
 def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, amax: bool):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
@@ -883,6 +901,16 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     AMX = NWARPS if AMAX else 1
     hw_cvt, hw_fp8 = _hw_flags(cc)
     _st, _st_g, _rnd = _stores(hw_cvt, cfg.output if FP8 else None, hw_fp8)
+    WREREAD, PREFETCH = _forward_form(spec)
+    NG = 1 if WREREAD else NV  # held weights (fp32)
+    XW = _words_per(cfg.input, NE, _SIM)
+    NXW = LDGS * XW if PREFETCH else 1  # the next row as loaded (PREFETCH)
+    WORD = F32 if _SIM else types.uint32
+
+    @_device
+    def load_words(x, row, x_stride, col0, step, xw):
+        for it in range(LDGS):
+            _ldw(x, row * x_stride + col0 + it * step, xw, it * XW, NE)
 
     def norm_fwd(
         x, gamma, beta, y, mu, rsigma, rows, cols, x_stride, y_stride, eps, zero_centered,
@@ -906,8 +934,11 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
         xs = cuda.local.array(NV, F32)
-        gs = cuda.local.array(NV, F32)
-        bs = cuda.local.array(NV, F32)
+        gs = cuda.local.array(NG, F32)
+        bs = cuda.local.array(NG, F32)
+        gv = cuda.local.array(NE, F32)  # one re-read vector of gamma / beta (WREREAD)
+        bv = cuda.local.array(NE, F32)
+        xw = cuda.local.array(NXW, WORD)
         amx = cuda.shared.array(AMX, F32)
         fcols = F32(cols)
         am = _ZERO  # this thread's max |v| (AMAX)
@@ -920,7 +951,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
 
         # gamma (+1 when zero-centred) and beta: once per CTA
         gadd = _ONE if zero_centered != 0 else _ZERO
-        for it in range(LDGS):
+        for it in range(0 if WREREAD else LDGS):
             c = col0 + it * step
             if GENERAL:
                 _ld_g(gamma, c, gs, it * NE, NE, cols - c)
@@ -928,7 +959,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 _ld(gamma, c, gs, it * NE, NE)
             for k in range(NE):
                 gs[it * NE + k] += gadd
-        if not RMS:
+        if not RMS and not WREREAD:
             for it in range(LDGS):
                 c = col0 + it * step
                 if GENERAL:
@@ -949,18 +980,28 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
             nw = NW_TUNED
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
+        if PREFETCH and trips > 0:
+            load_words(x, min(group * WM + warp_m, rows - 1), x_stride, col0, step, xw)
         for t in range(trips):
             row = (t * ngroups + group) * WM + warp_m
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(row, rows - 1)
             xoff = lrow * x_stride
             par = t & 1
-            for it in range(LDGS):
-                c = col0 + it * step
-                if GENERAL:
-                    _ld_g(x, xoff + c, xs, it * NE, NE, cols - c)
-                else:
-                    _ld(x, xoff + c, xs, it * NE, NE)
+            if PREFETCH:
+                # this row from its words, then the next row's loads go out before the sums
+                for it in range(LDGS):
+                    _unpk(x, xw, it * XW, xs, it * NE, NE)
+                if t + 1 < trips:
+                    nrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
+                    load_words(x, nrow, x_stride, col0, step, xw)
+            else:
+                for it in range(LDGS):
+                    c = col0 + it * step
+                    if GENERAL:
+                        _ld_g(x, xoff + c, xs, it * NE, NE, cols - c)
+                    else:
+                        _ld(x, xoff + c, xs, it * NE, NE)
             s = _ZERO
             for j in range(NV):
                 if RMS:
@@ -1033,14 +1074,25 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     if not RMS:
                         mu[row] = mean
                     rsigma[row] = rs
-                for j in range(NV):  # y overwrites x in registers
-                    if RMS:
-                        xs[j] = xs[j] * rs * gs[j]
-                    else:
-                        xs[j] = (xs[j] - mean) * rs * gs[j] + bs[j]
                 yoff = row * y_stride
                 for it in range(LDGS):
                     c = col0 + it * step
+                    if WREREAD:  # this vector's weights, from L1
+                        if GENERAL:
+                            _ld_g(gamma, c, gv, 0, NE, cols - c)
+                            if not RMS:
+                                _ld_g(beta, c, bv, 0, NE, cols - c)
+                        else:
+                            _ld(gamma, c, gv, 0, NE)
+                            if not RMS:
+                                _ld(beta, c, bv, 0, NE)
+                    for k in range(NE):  # y overwrites x in registers
+                        j = it * NE + k
+                        g = gv[k] + gadd if WREREAD else gs[j]
+                        if RMS:
+                            xs[j] = xs[j] * rs * g
+                        else:
+                            xs[j] = (xs[j] - mean) * rs * g + (bv[k] if WREREAD else bs[j])
                     if AMAX:
                         if not FP8:  # amax of what y stores
                             _rnd(y, xs, it * NE, NE)
