@@ -676,21 +676,27 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
 
 @needs_sim
 @pytest.mark.parametrize(
-    "op, dtypes, add",
-    [("layernorm", BF16, False), ("layernorm", FP32, False), ("rmsnorm", BF16, True)],
+    "op, dtypes, add, cols, min_ctas, pipelined",
+    [
+        ("layernorm", BF16, False, 1024, 32, False),
+        ("layernorm", FP32, False, 512, 32, False),
+        ("rmsnorm", BF16, True, 1024, 32, False),
+        ("layernorm", BF16, False, 2048, 8, True),
+        ("rmsnorm", BF16, True, 2048, 8, True),
+    ],
 )
-def test_backward_lean_form(monkeypatch, op, dtypes, add):
+def test_backward_lean_form(monkeypatch, op, dtypes, add, cols, min_ctas, pipelined):
     """The lean backward (x and dy kept as loaded, read again for dx) over several row trips
-    with a partial last one: 16-32 element slices under a register cap (32 one-warp CTAs an
-    SM: 64 registers) the wide form exceeds; the entry's pipeline is not run."""
+    with a partial last one: 16-64 element slices under register caps (32 or 8 one-warp CTAs
+    an SM: 64 or 248 registers) the wide form exceeds; with 248 the entry's pipeline fits (the
+    next row's words go where this row's were)."""
     from numba_norms.backends.numba import _norms
 
     weight, inp, out = dtypes
-    cols = 1024 if inp == "bf16" else 512
     key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
     cfg = registry.NormConfig.tuned_for(
         key, cols, ctas_per_row=1, warps_m=1, warps_n=1, origin="measured",
-        min_ctas_per_sm=32, prefetch=True,
+        min_ctas_per_sm=min_ctas, prefetch=True,
     )  # fmt: skip
     rows = 11
     x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)
@@ -702,6 +708,7 @@ def test_backward_lean_form(monkeypatch, op, dtypes, add):
     )
     reread = plan.spec.num_elts * plan.spec.ldgs >= 32
     assert _norms._backward_lean(plan.spec, reread)
+    assert _norms._backward_prefetch(plan.spec, reread, True) == pipelined
     assert plan.row_iterations >= 3
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
 

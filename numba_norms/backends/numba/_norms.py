@@ -1164,27 +1164,30 @@ def _words_per(dtype: str, elements: int, sim: bool) -> int:
     return elements if sim else elements * registry.itemsize(dtype) // 4
 
 
-def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
-    """Whether the (wide) backward kernel runs the entry's software pipeline (the next row's x
-    and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
+def _backward_prefetch(spec: NormSpec, reread: bool, lean: bool = False) -> bool:
+    """Whether the backward kernel runs the entry's software pipeline (the next row's x and dy
+    loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
     Only where its registers fit under the entry's cap: the next row's x and dy as loaded
     (storage words, widened when the row comes up; general kernels widen at the load: 2 * NV),
-    beside x, dy, dgamma (+ dbeta) and gamma (unless re-read) in fp32, plus ~32 for addresses
-    and sums. With the next row in fp32 every other measured bf16 pipeline spilled (ptxas
-    through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
-    1380 B; none without it). The lean form never pipelines: the next row's words would take
-    registers whose lack made it lean.
+    beside dgamma (+ dbeta), gamma (unless re-read) and, in the wide form, x-hat and dy * gamma
+    in fp32, plus ~32 for addresses and sums (the lean form reads its row again for dx, so its
+    words are free once the sums are taken). With the next row in fp32 every other measured
+    bf16 pipeline spilled (ptxas through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B,
+    rmsnorm_bwd 4096 80 B, 65536 1380 B; none without it).
     """
     cfg = spec.config
     if not cfg.prefetch:
         return False
     nv = spec.num_elts * spec.ldgs
-    held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
+    sums = nv if cfg.is_rms else 2 * nv
+    held = sums + (0 if reread else nv) + (0 if lean else 2 * nv)
     if spec.general:
         nxt = 2 * nv
     else:
         nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
+    if lean:  # exactly at the cap it spilled (ptxas: layernorm_bwd 12288, 128 registers: 120 B)
+        return held + nxt + 32 < _register_cap(spec)
     return held + nxt + 32 <= _register_cap(spec)
 
 
@@ -1201,8 +1204,10 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     # spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
     REREAD = NV >= 32
     LEAN = _backward_lean(spec, REREAD)
-    PREFETCH = not LEAN and _backward_prefetch(spec, REREAD)
-    PACKED_NEXT = PREFETCH and not GENERAL  # the next row kept as loaded (words)
+    PREFETCH = _backward_prefetch(spec, REREAD, LEAN)
+    # the wide form's next row kept as loaded (words); the lean form loads the next row into
+    # its own words, free once this row's sums are taken (dx reads the row again)
+    PACKED_NEXT = PREFETCH and not GENERAL and not LEAN
     # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
     DW = _words_per(cfg.output, NE, _SIM)
@@ -1211,7 +1216,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     NDW = LDGS * DW if LEAN else 1
     NXWN = LDGS * XW if PACKED_NEXT else 1
     NDWN = LDGS * DW if PACKED_NEXT else 1
-    NVN = NV if PREFETCH and not PACKED_NEXT else 1
+    NVN = NV if PREFETCH and not PACKED_NEXT and not LEAN else 1
     _st, _st_g, _ = _stores(hw_cvt)
 
     @_device
@@ -1261,9 +1266,11 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         dyn = cuda.local.array(NVN, F32)
         xwn = cuda.local.array(NXWN, WORD)  # the next row's (PREFETCH, tuned kernels)
         dywn = cuda.local.array(NDWN, WORD)
-        # lean form: this row as loaded; one widened vector of each
+        # lean form: this row as loaded (with PREFETCH, the next row once the sums are taken)
         xw = cuda.local.array(NXW, WORD)
         dyw = cuda.local.array(NDW, WORD)
+        xw2 = cuda.local.array(XW, WORD)  # one vector read again for dx (lean form)
+        dyw2 = cuda.local.array(DW, WORD)
         xt = cuda.local.array(NE, F32)
         dt = cuda.local.array(NE, F32)
         gs = cuda.local.array(1 if REREAD else NV, F32)
@@ -1293,7 +1300,10 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         if PREFETCH and trips > 0:
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(group * WM + warp_m, rows - 1)
-            load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
+            if LEAN:
+                load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xw, dyw)
+            else:
+                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
             rnext = rsigma[lrow]
             mnext = _ZERO if RMS else mu[lrow]
         for t in range(trips):
@@ -1341,7 +1351,9 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                         dys[j] = dyg
             if PREFETCH and t + 1 < trips:
                 lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
-                if PACKED_NEXT:
+                if LEAN:
+                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xw, dyw)
+                elif PACKED_NEXT:
                     load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xwn, dywn)
                 else:
                     load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
@@ -1388,12 +1400,12 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                     c = col0 + it * step
                     if REREAD:
                         _ld(gamma, gcol + it * step, gv, 0, NE)
-                    _ldw_again(x, row * x_stride + gcol + it * step, xw, it * XW, NE)
-                    _ldw_again(dy, row * dy_stride + gcol + it * step, dyw, it * DW, NE)
+                    _ldw_again(x, row * x_stride + gcol + it * step, xw2, 0, NE)
+                    _ldw_again(dy, row * dy_stride + gcol + it * step, dyw2, 0, NE)
                     if ADD:
                         _ld(add, addoff + c, at, 0, NE)
-                    _unpk(x, xw, it * XW, xt, 0, NE)
-                    _unpk(dy, dyw, it * DW, dt, 0, NE)
+                    _unpk(x, xw2, 0, xt, 0, NE)
+                    _unpk(dy, dyw2, 0, dt, 0, NE)
                     for k in range(NE):
                         j = it * NE + k
                         g = gv[k] + gadd if REREAD else gs[j]
@@ -1434,7 +1446,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                 for it in range(LDGS):
                     _unpk(x, xwn, it * XW, xs, it * NE, NE)
                     _unpk(dy, dywn, it * DW, dys, it * NE, NE)
-            elif PREFETCH:
+            elif PREFETCH and not LEAN:
                 for j in range(NV):
                     xs[j] = xn[j]
                     dys[j] = dyn[j]
