@@ -1074,10 +1074,9 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     if not RMS:
                         mu[row] = mean
                     rsigma[row] = rs
-                yoff = row * y_stride
-                for it in range(LDGS):
-                    c = col0 + it * step
+                for it in range(LDGS):  # y overwrites x in registers
                     if WREREAD:  # this vector's weights, from L1
+                        c = col0 + it * step
                         if GENERAL:
                             _ld_g(gamma, c, gv, 0, NE, cols - c)
                             if not RMS:
@@ -1086,13 +1085,18 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                             _ld(gamma, c, gv, 0, NE)
                             if not RMS:
                                 _ld(beta, c, bv, 0, NE)
-                    for k in range(NE):  # y overwrites x in registers
+                    for k in range(NE):
                         j = it * NE + k
                         g = gv[k] + gadd if WREREAD else gs[j]
                         if RMS:
                             xs[j] = xs[j] * rs * g
                         else:
                             xs[j] = (xs[j] - mean) * rs * g + (bv[k] if WREREAD else bs[j])
+                # (a loop of its own: with the FP8 conversion in one loop body NVVM stopped
+                # unrolling at sm_80 and the row went to local memory)
+                yoff = row * y_stride
+                for it in range(LDGS):
+                    c = col0 + it * step
                     if AMAX:
                         if not FP8:  # amax of what y stores
                             _rnd(y, xs, it * NE, NE)
@@ -1164,30 +1168,27 @@ def _words_per(dtype: str, elements: int, sim: bool) -> int:
     return elements if sim else elements * registry.itemsize(dtype) // 4
 
 
-def _backward_prefetch(spec: NormSpec, reread: bool, lean: bool = False) -> bool:
-    """Whether the backward kernel runs the entry's software pipeline (the next row's x and dy
-    loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
+def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
+    """Whether the (wide) backward kernel runs the entry's software pipeline (the next row's x
+    and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
     Only where its registers fit under the entry's cap: the next row's x and dy as loaded
     (storage words, widened when the row comes up; general kernels widen at the load: 2 * NV),
-    beside dgamma (+ dbeta), gamma (unless re-read) and, in the wide form, x-hat and dy * gamma
-    in fp32, plus ~32 for addresses and sums (the lean form reads its row again for dx, so its
-    words are free once the sums are taken). With the next row in fp32 every other measured
-    bf16 pipeline spilled (ptxas through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B,
-    rmsnorm_bwd 4096 80 B, 65536 1380 B; none without it).
+    beside x, dy, dgamma (+ dbeta) and gamma (unless re-read) in fp32, plus ~32 for addresses
+    and sums. With the next row in fp32 every other measured bf16 pipeline spilled (ptxas
+    through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
+    1380 B; none without it). The lean form does not pipeline: its next row's loads pushed this
+    row out of L1 before dx read it again (H200, run 26: rmsnorm_bwd 16384 2750 -> 2390 GB/s).
     """
     cfg = spec.config
     if not cfg.prefetch:
         return False
     nv = spec.num_elts * spec.ldgs
-    sums = nv if cfg.is_rms else 2 * nv
-    held = sums + (0 if reread else nv) + (0 if lean else 2 * nv)
+    held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
     if spec.general:
         nxt = 2 * nv
     else:
         nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
-    if lean:  # exactly at the cap it spilled (ptxas: layernorm_bwd 12288, 128 registers: 120 B)
-        return held + nxt + 32 < _register_cap(spec)
     return held + nxt + 32 <= _register_cap(spec)
 
 
@@ -1204,10 +1205,8 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     # spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
     REREAD = NV >= 32
     LEAN = _backward_lean(spec, REREAD)
-    PREFETCH = _backward_prefetch(spec, REREAD, LEAN)
-    # the wide form's next row kept as loaded (words); the lean form loads the next row into
-    # its own words, free once this row's sums are taken (dx reads the row again)
-    PACKED_NEXT = PREFETCH and not GENERAL and not LEAN
+    PREFETCH = not LEAN and _backward_prefetch(spec, REREAD)
+    PACKED_NEXT = PREFETCH and not GENERAL  # the next row kept as loaded (words)
     # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
     DW = _words_per(cfg.output, NE, _SIM)
@@ -1216,7 +1215,9 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     NDW = LDGS * DW if LEAN else 1
     NXWN = LDGS * XW if PACKED_NEXT else 1
     NDWN = LDGS * DW if PACKED_NEXT else 1
-    NVN = NV if PREFETCH and not PACKED_NEXT and not LEAN else 1
+    NVN = NV if PREFETCH and not PACKED_NEXT else 1
+    XW2 = XW if LEAN else 1  # (scalar bf16 slices have no whole word)
+    DW2 = DW if LEAN else 1
     _st, _st_g, _ = _stores(hw_cvt)
 
     @_device
@@ -1266,11 +1267,11 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         dyn = cuda.local.array(NVN, F32)
         xwn = cuda.local.array(NXWN, WORD)  # the next row's (PREFETCH, tuned kernels)
         dywn = cuda.local.array(NDWN, WORD)
-        # lean form: this row as loaded (with PREFETCH, the next row once the sums are taken)
+        # lean form: this row as loaded
         xw = cuda.local.array(NXW, WORD)
         dyw = cuda.local.array(NDW, WORD)
-        xw2 = cuda.local.array(XW, WORD)  # one vector read again for dx (lean form)
-        dyw2 = cuda.local.array(DW, WORD)
+        xw2 = cuda.local.array(XW2, WORD)  # one vector read again for dx (lean form)
+        dyw2 = cuda.local.array(DW2, WORD)
         xt = cuda.local.array(NE, F32)
         dt = cuda.local.array(NE, F32)
         gs = cuda.local.array(1 if REREAD else NV, F32)
@@ -1300,10 +1301,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         if PREFETCH and trips > 0:
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(group * WM + warp_m, rows - 1)
-            if LEAN:
-                load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xw, dyw)
-            else:
-                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
+            load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
             rnext = rsigma[lrow]
             mnext = _ZERO if RMS else mu[lrow]
         for t in range(trips):
@@ -1351,9 +1349,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                         dys[j] = dyg
             if PREFETCH and t + 1 < trips:
                 lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
-                if LEAN:
-                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xw, dyw)
-                elif PACKED_NEXT:
+                if PACKED_NEXT:
                     load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xwn, dywn)
                 else:
                     load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
@@ -1446,7 +1442,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
                 for it in range(LDGS):
                     _unpk(x, xwn, it * XW, xs, it * NE, NE)
                     _unpk(dy, dywn, it * DW, dys, it * NE, NE)
-            elif PREFETCH and not LEAN:
+            elif PREFETCH:
                 for j in range(NV):
                     xs[j] = xn[j]
                     dys[j] = dyn[j]
