@@ -907,10 +907,36 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     NXW = LDGS * XW if PREFETCH else 1  # the next row as loaded (PREFETCH)
     WORD = F32 if _SIM else types.uint32
 
+    # y of one vector, computed in the loop that stores it (the weights' vector is used as it
+    # arrives: run 25) except where NVVM no longer unrolled that loop with y inside and the row
+    # went to local memory: the software FP8 conversion (before sm_89), and general kernels
+    # re-reading weights (bounds-checked loads; fp16 layernorm_fwd 2048 general, 64 elements)
+    SPLIT_Y = (FP8 and not hw_fp8) or (GENERAL and WREREAD)
+
     @_device
     def load_words(x, row, x_stride, col0, step, xw):
         for it in range(LDGS):
             _ldw(x, row * x_stride + col0 + it * step, xw, it * XW, NE)
+
+    @_device
+    def y_vector(gamma, beta, c, cols, it, xs, gs, bs, gv, bv, gadd, mean, rs):
+        """xs[it * NE:][:NE] = y of vector ``it`` (column ``c``), in place of x."""
+        if WREREAD:  # this vector's weights, from L1
+            if GENERAL:
+                _ld_g(gamma, c, gv, 0, NE, cols - c)
+                if not RMS:
+                    _ld_g(beta, c, bv, 0, NE, cols - c)
+            else:
+                _ld(gamma, c, gv, 0, NE)
+                if not RMS:
+                    _ld(beta, c, bv, 0, NE)
+        for k in range(NE):
+            j = it * NE + k
+            g = gv[k] + gadd if WREREAD else gs[j]
+            if RMS:
+                xs[j] = xs[j] * rs * g
+            else:
+                xs[j] = (xs[j] - mean) * rs * g + (bv[k] if WREREAD else bs[j])
 
     def norm_fwd(
         x, gamma, beta, y, mu, rsigma, rows, cols, x_stride, y_stride, eps, zero_centered,
@@ -1074,29 +1100,28 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     if not RMS:
                         mu[row] = mean
                     rsigma[row] = rs
-                for it in range(LDGS):  # y overwrites x in registers
-                    if WREREAD:  # this vector's weights, from L1
-                        c = col0 + it * step
-                        if GENERAL:
-                            _ld_g(gamma, c, gv, 0, NE, cols - c)
-                            if not RMS:
-                                _ld_g(beta, c, bv, 0, NE, cols - c)
-                        else:
-                            _ld(gamma, c, gv, 0, NE)
-                            if not RMS:
-                                _ld(beta, c, bv, 0, NE)
-                    for k in range(NE):
-                        j = it * NE + k
-                        g = gv[k] + gadd if WREREAD else gs[j]
-                        if RMS:
-                            xs[j] = xs[j] * rs * g
-                        else:
-                            xs[j] = (xs[j] - mean) * rs * g + (bv[k] if WREREAD else bs[j])
-                # (a loop of its own: with the FP8 conversion in one loop body NVVM stopped
-                # unrolling at sm_80 and the row went to local memory)
+                if SPLIT_Y:  # y for the whole slice first
+                    for it in range(LDGS):
+                        y_vector(
+                            gamma,
+                            beta,
+                            col0 + it * step,
+                            cols,
+                            it,
+                            xs,
+                            gs,
+                            bs,
+                            gv,
+                            bv,
+                            gadd,
+                            mean,
+                            rs,
+                        )
                 yoff = row * y_stride
                 for it in range(LDGS):
                     c = col0 + it * step
+                    if not SPLIT_Y:
+                        y_vector(gamma, beta, c, cols, it, xs, gs, bs, gv, bv, gadd, mean, rs)
                     if AMAX:
                         if not FP8:  # amax of what y stores
                             _rnd(y, xs, it * NE, NE)
