@@ -489,8 +489,9 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
 # min_ctas_per_sm, prefetch). The fastest NVRTC kernels of two sweeps on the H200
 # (`tune_norms.py --general`, bf16, scalar accesses, rows 16384, at 2053, 5003 and 12289
 # columns; perf/results/2026-11-30-h200-run14 with the weights held in registers, run16 with
-# them re-read where norms.cu's FwdRegisters / BwdRegisters say): 847-2091 GB/s, where TE's general entries
-# (4 warps, 64 or 32 elements a thread, two CTAs a row in the backward) ran 372-988 GB/s.
+# them re-read where norms.cu's FwdRegisters / BwdRegisters say): 847-2091 GB/s, where TE's
+# general entries (4 warps, 64 or 32 elements a thread, two CTAs a row in the backward) ran
+# 372-988 GB/s.
 # Below 1025 columns and past 16384, TE's entries serve (not measured).
 _NARROW_MIN_COLS = 1025
 _NARROW_GENERAL = {
