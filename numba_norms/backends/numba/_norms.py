@@ -1176,6 +1176,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
 
 
 def _register_cap(spec: NormSpec) -> int:
+    """Registers a thread may use under the entry's launch bounds (64K an SM over its CTAs)."""
     cfg = spec.config
     return min(255, 65536 // (cfg.threads * cfg.min_ctas_per_sm) // 8 * 8)
 
