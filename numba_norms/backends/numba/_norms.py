@@ -908,10 +908,11 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     WORD = F32 if _SIM else types.uint32
 
     # y of one vector, computed in the loop that stores it (the weights' vector is used as it
-    # arrives: run 25) except where NVVM no longer unrolled that loop with y inside and the row
-    # went to local memory: the software FP8 conversion (before sm_89), and general kernels
-    # re-reading weights (bounds-checked loads; fp16 layernorm_fwd 2048 general, 64 elements)
-    SPLIT_Y = (FP8 and not hw_fp8) or (GENERAL and WREREAD)
+    # arrives: run 25) except where NVVM did not always unroll that loop with y inside and the
+    # row went to local memory: FP8 outputs (the conversion and scaling in the loop; bf16
+    # layernorm_fwd 10240 -> e4m3, 80 elements a thread; before sm_89 in software) and general
+    # kernels re-reading weights (bounds-checked loads; fp16 layernorm_fwd 2048, 64 elements)
+    SPLIT_Y = FP8 or (GENERAL and WREREAD)
 
     @_device
     def load_words(x, row, x_stride, col0, step, xw):
