@@ -327,7 +327,10 @@ class SoftmaxSpec(_RowSpec):
     @property
     def kernel_key(self) -> tuple:
         c = self.config
-        return (c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs)
+        return (
+            c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,
+            c.min_ctas_per_sm,
+        )  # fmt: skip
 
 
 def softmax_spec(

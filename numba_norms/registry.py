@@ -33,6 +33,7 @@ __all__ = [
     "SOFTMAX_VARIANTS",
     "SoftmaxConfig",
     "select_softmax",
+    "measured_softmax_configs",
     "softmax_configs",
     "NormConfig",
     "NormKey",
@@ -609,6 +610,9 @@ class SoftmaxConfig:
     each row a whole CTA of ``warps_n`` warps. ``max_cols`` is the row length one CTA covers;
     longer rows use ``ceil(cols / max_cols)`` CTAs per row, as the general norm kernels do.
     The backward kernel is the same for every variant (masked positions have y == 0).
+    ``min_ctas_per_sm`` is the kernel's ``__launch_bounds__`` minimum (a register cap).
+    ``keys`` is 0 for the default table and, for entries of ``data/measured_softmax.json``, the
+    key length the sweep timed them at (the entry serves rows up to that length).
     """
 
     op: str
@@ -619,6 +623,8 @@ class SoftmaxConfig:
     warps_n: int
     bytes_per_ldg: int = 16
     variant: str = "scaled"
+    min_ctas_per_sm: int = 1
+    keys: int = 0
 
     def __post_init__(self) -> None:
         if self.op not in SOFTMAX_OPS:
@@ -645,6 +651,13 @@ class SoftmaxConfig:
             raise ValueError(
                 f"max_cols {self.max_cols} is not a multiple of warps_n * 32 * {self.num_elts}"
             )
+        if not 1 <= self.min_ctas_per_sm or self.threads * self.min_ctas_per_sm > (
+            MAX_THREADS_PER_SM
+        ):
+            raise ValueError(
+                f"min_ctas_per_sm must be >= 1 with threads * min_ctas_per_sm <= "
+                f"{MAX_THREADS_PER_SM}, got {self.min_ctas_per_sm} x {self.threads} threads"
+            )
 
     @property
     def threads(self) -> int:
@@ -658,6 +671,10 @@ class SoftmaxConfig:
     def is_backward(self) -> bool:
         return self.op == "softmax_bwd"
 
+    @property
+    def origin(self) -> str:
+        return "measured" if self.keys else "default"
+
 
 # Warp-per-row kernels hold up to 2048 keys (64 fp32 registers a thread); past that a whole CTA
 # shares a row. 128-thread CTAs for the warp kernels follow TE's fused softmax; the block sizes
@@ -667,9 +684,7 @@ _SOFTMAX_WARP_COLS = (32, 64, 128, 256, 512, 1024, 2048)
 _SOFTMAX_BLOCK = ((4096, 8), (8192, 16), (16384, 16))  # (max_cols, warps_n)
 
 
-@functools.cache
-def softmax_configs() -> tuple[SoftmaxConfig, ...]:
-    """Every softmax configuration: per op, variant and dtype, warp then block kinds."""
+def _default_softmax_configs() -> list[SoftmaxConfig]:
     out = []
     for op in SOFTMAX_OPS:
         variants = SOFTMAX_VARIANTS if op == "softmax_fwd" else ("scaled",)
@@ -681,24 +696,79 @@ def softmax_configs() -> tuple[SoftmaxConfig, ...]:
                     out.append(SoftmaxConfig(op, "warp", cols, dtype, 4, 1, elts * size, variant))
                 for cols, warps_n in _SOFTMAX_BLOCK:
                     out.append(SoftmaxConfig(op, "block", cols, dtype, 1, warps_n, 16, variant))
+    return out
+
+
+@functools.cache
+def measured_softmax_configs() -> tuple[SoftmaxConfig, ...]:
+    """Entries chosen by a timed sweep (``perf/tune_softmax.py``) on the GPU named in
+    ``data/measured_softmax.json``, one per (op, variant, dtype, key length timed).
+
+    The sweep timed the upper-triangular causal forward; the aligned causal one shares its
+    entries (the two kernels differ only in where a row's causal limit falls).
+    """
+    text = resources.files("numba_norms").joinpath("data/measured_softmax.json").read_text()
+    out = []
+    for raw in json.loads(text)["entries"]:
+        cfg = SoftmaxConfig(
+            op=raw["op"],
+            kind=raw["kind"],
+            max_cols=int(raw["max_cols"]),
+            dtype=raw["dtype"],
+            warps_m=int(raw["warps_m"]),
+            warps_n=int(raw["warps_n"]),
+            bytes_per_ldg=int(raw["bytes_per_ldg"]),
+            variant=raw["variant"],
+            min_ctas_per_sm=int(raw["min_ctas_per_sm"]),
+            keys=int(raw["keys"]),
+        )
+        out.append(cfg)
+        if cfg.variant == "upper_triang":
+            out.append(_replace(cfg, variant="aligned_causal"))
+    return tuple(out)
+
+
+@functools.cache
+def softmax_configs(measured: bool = True) -> tuple[SoftmaxConfig, ...]:
+    """Every softmax configuration: per op, variant and dtype, warp then block kinds of the
+    default table, then (``measured``) the measured entries."""
+    out = _default_softmax_configs()
+    if measured:
+        out += measured_softmax_configs()
     return tuple(out)
 
 
 @functools.cache
 def _softmax_index() -> dict:
-    index: dict[tuple[str, str, str], list[SoftmaxConfig]] = {}
+    index: dict[tuple[str, str, str, bool], list[SoftmaxConfig]] = {}
     for cfg in softmax_configs():
-        index.setdefault((cfg.op, cfg.variant, cfg.dtype), []).append(cfg)
+        index.setdefault((cfg.op, cfg.variant, cfg.dtype, bool(cfg.keys)), []).append(cfg)
     for entries in index.values():
-        entries.sort(key=lambda c: c.max_cols)
+        entries.sort(key=lambda c: (c.keys, c.max_cols))
     return index
 
 
-def select_softmax(op: str, variant: str, dtype: str, cols: int) -> SoftmaxConfig:
-    """The entry with the smallest ``max_cols >= cols``, else the largest (several CTAs a row)."""
+def select_softmax(
+    op: str, variant: str, dtype: str, cols: int, measured: bool = True
+) -> SoftmaxConfig:
+    """The configuration for rows of ``cols`` keys.
+
+    Measured entries (``measured``) serve rows longer than half the shortest key length the
+    sweep timed: the entry timed at the smallest length >= ``cols``, else the longest (with
+    several CTAs a row where its ``max_cols`` is shorter). Otherwise the default table: the
+    entry with the smallest ``max_cols >= cols``, else the largest (several CTAs a row).
+    """
     if op == "softmax_bwd":
         variant = "scaled"
-    candidates = _softmax_index().get((op, variant, dtype))
+    index = _softmax_index()
+    if measured:
+        tuned = index.get((op, variant, dtype, True))
+        if tuned and 2 * cols > tuned[0].keys:
+            for cfg in tuned:
+                if cfg.keys >= cols:
+                    return cfg
+            return tuned[-1]
+    candidates = index.get((op, variant, dtype, False))
     if not candidates:
         raise UnsupportedError(
             f"{op}: dtype {dtype!r} is not supported; expected one of {SOFTMAX_DTYPES}"

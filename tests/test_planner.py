@@ -3,6 +3,8 @@ table would change the shapes these cases were computed for)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from numba_norms import planner as p
@@ -111,15 +113,33 @@ def test_plan_errors():
 
 
 def test_softmax_plans():
-    cfg = r.select_softmax("softmax_fwd", "scaled", "bf16", 1000)
+    cfg = r.select_softmax("softmax_fwd", "scaled", "bf16", 1000, measured=False)
     spec = p.softmax_spec(cfg, 1000, 8, H200)
     assert (spec.num_elts, spec.ldgs, spec.ctas_per_row) == (8, 4, 1)
     plan = p.softmax_plan(spec, 4 * 32 * 1000, 1000, H200, 16)
     assert plan.block == (128, 1, 1) and plan.ctas_per_col == 132 * 16
-    long = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
+    long = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072, measured=False)
     lspec = p.softmax_spec(long, 131072, 8, H200)
     assert (lspec.ctas_per_row, lspec.ldgs) == (8, 4)
     lplan = p.softmax_plan(lspec, 7, 131072, H200, 2)
     assert lplan.cooperative and lplan.grid == (8, 7, 1) and lplan.barrier_bytes == 28
     odd = p.softmax_spec(r.select_softmax("softmax_fwd", "scaled", "bf16", 7), 7, 1, H200)
     assert odd.num_elts == 1 and odd.cols_per_row_pass >= 7
+
+
+def test_measured_softmax_plans():
+    """A measured entry timed at 131072 keys with 32768 a CTA: four CTAs a row there, two at
+    40000 keys; its register cap is part of the kernel key."""
+    cfg = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
+    assert (cfg.keys, cfg.max_cols) == (131072, 32768)
+    spec = p.softmax_spec(cfg, 131072, 8, H200)
+    assert spec.ctas_per_row == 4 and spec.cols_per_row_pass == 131072
+    assert p.softmax_spec(cfg, 40000, 8, H200).ctas_per_row == 2
+    capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 16384)
+    assert capped.min_ctas_per_sm == 2
+    cspec = p.softmax_spec(capped, 16384, 8, H200)
+    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-1] == 2
+    assert (
+        cspec.kernel_key
+        != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 16384, 8, H200).kernel_key
+    )

@@ -121,15 +121,53 @@ def test_unsupported_combination_lists_the_supported_ones():
 
 
 def test_softmax_selection():
-    assert r.select_softmax("softmax_fwd", "scaled", "bf16", 1).max_cols == 32
-    assert r.select_softmax("softmax_fwd", "masked", "bf16", 1000).max_cols == 1024
-    cfg = r.select_softmax("softmax_fwd", "scaled", "fp16", 4097)
+    def default(op, variant, dtype, cols):
+        return r.select_softmax(op, variant, dtype, cols, measured=False)
+
+    assert default("softmax_fwd", "scaled", "bf16", 1).max_cols == 32
+    assert default("softmax_fwd", "masked", "bf16", 1000).max_cols == 1024
+    cfg = default("softmax_fwd", "scaled", "fp16", 4097)
     assert (cfg.kind, cfg.max_cols) == ("block", 8192)
-    assert r.select_softmax("softmax_fwd", "scaled", "fp32", 131072).max_cols == 16384
+    assert default("softmax_fwd", "scaled", "fp32", 131072).max_cols == 16384
     # The backward is one kernel for every variant.
     assert r.select_softmax("softmax_bwd", "upper_triang", "bf16", 64).variant == "scaled"
     with pytest.raises(r.UnsupportedError, match="expected one of"):
         r.select_softmax("softmax_fwd", "scaled", "fp8e4m3", 64)
+
+
+def test_measured_softmax_selection():
+    """Measured entries serve rows from half the shortest timed length up, each the entry
+    timed at the next length at or above; past the longest, that one with several CTAs."""
+    measured = r.measured_softmax_configs()
+    keys = sorted({c.keys for c in measured})
+    assert keys[0] == 512 and keys[-1] == 131072
+    for c in measured:
+        assert c.origin == "measured" and c.keys % c.max_cols == 0 or c.kind == "warp"
+    # short rows keep the default table
+    assert r.select_softmax("softmax_fwd", "scaled", "bf16", 256).origin == "default"
+    for dtype in ("bf16", "fp16", "fp32"):
+        for op, variant in (
+            ("softmax_fwd", "scaled"),
+            ("softmax_bwd", "scaled"),
+            ("softmax_fwd", "masked"),
+            ("softmax_fwd", "upper_triang"),
+        ):
+            mine = sorted((c for c in measured if (c.op, c.variant, c.dtype) == (op, variant,
+                           dtype)), key=lambda c: c.keys)  # fmt: skip
+            assert mine, (op, variant, dtype)
+            for cols in (257, 1000, 4096, 4097, 20000, 200000):
+                got = r.select_softmax(op, variant, dtype, cols)
+                want = next((c for c in mine if c.keys >= cols), mine[-1])
+                assert got == want, (op, variant, dtype, cols)
+                assert cols <= got.max_cols or got.kind == "block"
+    # the aligned causal forward shares the upper-triangular entries
+    a = r.select_softmax("softmax_fwd", "aligned_causal", "bf16", 8192)
+    u = r.select_softmax("softmax_fwd", "upper_triang", "bf16", 8192)
+    assert a.variant == "aligned_causal" and (a.warps_n, a.min_ctas_per_sm) == (
+        u.warps_n, u.min_ctas_per_sm)  # fmt: skip
+    # every measured entry is also in the table precompile walks
+    assert set(measured) <= set(r.softmax_configs())
+    assert not set(measured) & set(r.softmax_configs(measured=False))
 
 
 def test_softmax_entries_validate():
@@ -137,6 +175,8 @@ def test_softmax_entries_validate():
         r.SoftmaxConfig("softmax_fwd", "warp", 256, "bf16", 4, 2)
     with pytest.raises(ValueError, match="not a multiple"):
         r.SoftmaxConfig("softmax_fwd", "block", 1000, "bf16", 1, 4)
+    with pytest.raises(ValueError, match="min_ctas_per_sm"):
+        r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 32, min_ctas_per_sm=3)
 
 
 def test_generated_tuned_entries_for_sizes_te_does_not_register():

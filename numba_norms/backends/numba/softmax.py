@@ -457,13 +457,14 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
         want = "softmax_bwd" if backward else "softmax_fwd"
         raise ValueError(f"expected a {want} spec, got {spec.config.op}")
     threads = spec.threads
+    bounds = (threads, spec.config.min_ctas_per_sm)
     if arch is not None:
         if ro.SIM:
             raise RuntimeError("compile_ptx is not available under Numba's CUDA simulator")
         cc = _parse_arch(arch)
 
         def build_ptx() -> str:
-            ptx, _ = cuda.compile_ptx(_pyfunc(spec), _signature(spec), cc=cc, launch_bounds=threads)
+            ptx, _ = cuda.compile_ptx(_pyfunc(spec), _signature(spec), cc=cc, launch_bounds=bounds)
             return ptx
 
         return _cached(("ptx", cc, spec.kernel_key, _multi(spec)), build_ptx)
@@ -474,10 +475,10 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
             lambda: _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec)), None, threads),
         )
     cc = tuple(cuda.get_current_device().compute_capability)
-    key = ("softmax", spec.kernel_key, _multi(spec), str(_signature(spec)), threads)
+    key = ("softmax", spec.kernel_key, _multi(spec), str(_signature(spec)), bounds)
 
     def make() -> Any:
-        return cuda.jit(_signature(spec), launch_bounds=threads)(_pyfunc(spec))
+        return cuda.jit(_signature(spec), launch_bounds=bounds)(_pyfunc(spec))
 
     def build() -> _Compiled:
         return _Compiled(None, _cubin.load(key, make, cc), threads)

@@ -162,8 +162,8 @@ __device__ __forceinline__ float* stats_row(float* stats, int trip, int warp_m) 
 
 // y = softmax(x * scale) over each row's kept columns; VARIANT 0 scaled, 1 masked,
 // 2 upper_triang, 3 aligned_causal.
-template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int VARIANT>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int VARIANT, int MIN_CTAS>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     softmax_fwd(const T* x, const unsigned char* mask, T* y, int rows, int cols,
                 long long x_stride, long long y_stride, long long mask_stride, int sq, int heads,
                 int mask_batch, float scale, float* stats, int* barrier) {
@@ -341,8 +341,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
 
 // dx = scale * y * (dy - sum_j dy_j * y_j); the same kernel serves every variant (excluded and
 // masked positions have y == 0).
-template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32)
+template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int MIN_CTAS>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     softmax_bwd(const T* dy, const T* y, T* dx, int rows, int cols, long long dy_stride,
                 long long y_stride, long long dx_stride, float scale, float* stats,
                 int* barrier) {

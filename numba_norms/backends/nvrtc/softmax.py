@@ -1,9 +1,10 @@
 """Fused-softmax launchers of the NVRTC backend (kernels: ``softmax.cu``, helpers: ``norms.cuh``).
 
 A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
-``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT>`` or
-``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS>``, compiled through :func:`rtc.compile` with this
-package directory as the include path (so the headers are part of the cache key). Specs with one
+``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS>`` or
+``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS>``, compiled through
+:func:`rtc.compile` with this package directory as the include path (so the headers are part of
+the cache key). Specs with one
 CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA exchange: faster to compile),
 others with the full kernel. Loaded kernels are cached per ``(spec.kernel_key, several CTAs a
 row, device)`` and launch records (an :class:`rtc.Launcher`) per plan object, so a call costs
@@ -62,8 +63,8 @@ def kernel_name(spec: SoftmaxSpec) -> str:
         raise NotImplementedError(f"NVRTC softmax: dtype {c.dtype!r} is not supported") from None
     args = f"{ctype}, {c.warps_m}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}"
     if c.is_backward:
-        return f"{_BWD}<{args}>"
-    return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}>"
+        return f"{_BWD}<{args}, {c.min_ctas_per_sm}>"
+    return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}>"
 
 
 def _multi(spec: SoftmaxSpec) -> bool:

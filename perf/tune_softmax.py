@@ -1,0 +1,315 @@
+# ruff: noqa: E402
+"""Timed sweep of softmax launch shapes on the GPU (NVRTC path); writes ``tune.csv``.
+
+For each op, dtype and key length this times the registry's current choice (the baseline), then
+every shape that holds a row in registers with 16-byte vectors: warp entries (one warp a row,
+``warps_m`` rows a CTA) up to 2048 keys, block entries (``warps_n`` warps a row, over 1-16 CTAs)
+from 1024 keys, at most ``--max-elts`` elements a thread; then the best ``--top`` shapes under
+register caps (``__launch_bounds__`` min CTAs per SM). Problems are the benchmark's
+(``perf/_bench_cases.py``: b=4, h=32, sq=sk, at most 2^27 elements), so are the byte counts.
+Every candidate's output is checked against an fp32 torch reference before it may win.
+
+Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
+per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
+there after reading the CSV). ``--from-csv`` rebuilds that JSON from earlier sweeps' CSVs.
+
+    python3 perf/tune_softmax.py --out DIR [--ops softmax_fwd softmax_bwd masked_softmax_fwd]
+        [--dtypes bf16 fp32] [--keys 512 ... 131072]
+    python3 perf/tune_softmax.py --out DIR --from-csv RUN/tune.csv [RUN2/tune.csv ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+from _bench_cases import Case, sets_needed, softmax_dims
+
+import rtc
+from numba_norms import dispatch, planner, registry
+from numba_norms.backends.nvrtc import softmax as nv_softmax
+
+OPS = ("softmax_fwd", "softmax_bwd", "masked_softmax_fwd", "upper_triang_softmax_fwd")
+KEYS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
+MIN_CTAS = (2, 3, 4)
+VARIANTS = {"masked": "masked", "upper": "upper_triang", "aligned": "aligned_causal"}
+
+
+def kernel_op(op: str) -> tuple[str, str]:
+    """(registry op, variant) of a benchmark op name."""
+    if op == "softmax_bwd":
+        return "softmax_bwd", "scaled"
+    return "softmax_fwd", VARIANTS.get(op.split("_")[0], "scaled")
+
+
+def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> list:
+    """Every warp and block shape (min CTAs per SM 1) that covers ``cols`` keys."""
+    size = registry.itemsize(dtype)
+    vec = 16 // size
+    out = []
+    span = max(32, 1 << (cols - 1).bit_length())  # the power of two the row rounds up to
+    if span <= 2048:
+        elts = min(vec, span // 32)
+        for wm in (1, 2, 4, 8):
+            out.append(registry.SoftmaxConfig(op, "warp", span, dtype, wm, 1, elts * size, variant))
+    if span >= 1024:
+        for ctas in (1, 2, 4, 8, 16):
+            if ctas > 1 and span < 16384:  # shorter rows fill the GPU with one CTA each
+                continue
+            per_cta = span // ctas
+            for wn in (2, 4, 8, 16, 32):
+                per_thread = per_cta // (wn * 32)
+                if per_thread < vec or per_thread > max_elts:
+                    continue
+                out.append(registry.SoftmaxConfig(op, "block", per_cta, dtype, 1, wn, 16, variant))
+    return out
+
+
+# A winner within this fraction of the fastest that needs no register cap is preferred: caps
+# that gain less than this were within run-to-run noise in run 28 (repeats of one shape there
+# differ by up to 0.5%).
+PREFER_UNCAPPED = 0.015
+
+
+def pick(rows: list[dict]) -> dict:
+    """The winner among one problem's passing rows (``tune.csv`` dicts)."""
+    ok = [r for r in rows if r["check"] == "ok"]
+    best = max(float(r["gbs"]) for r in ok)
+    near = [r for r in ok if float(r["gbs"]) >= best * (1 - PREFER_UNCAPPED)]
+    uncapped = [r for r in near if int(r["min_ctas_per_sm"]) == 1]
+    return max(uncapped or near, key=lambda r: float(r["gbs"]))
+
+
+def winners_from_csv(paths: list[str], run_label: str) -> list[dict]:
+    """One ``measured_softmax.json`` entry per (op, dtype, key length) of the CSVs."""
+    groups: dict[tuple, list[dict]] = {}
+    for path in paths:
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                groups.setdefault((r["op"], r["dtype"], int(r["cols"])), []).append(r)
+    out = []
+    for (bop, dtype, cols), rows in sorted(groups.items()):
+        if not any(r["check"] == "ok" for r in rows):
+            continue
+        op, variant = kernel_op(bop)
+        w = pick(rows)
+        base = next((r for r in rows if r["label"] == "baseline"), None)
+        size = registry.itemsize(dtype)
+        max_cols = int(w["max_cols"])
+        bytes_per_ldg = 16 if w["kind"] == "block" else min(16, max_cols // 32 * size)
+        out.append(
+            dict(
+                op=op, variant=variant, dtype=dtype, keys=cols, kind=w["kind"],
+                max_cols=max_cols, warps_m=int(w["warps_m"]), warps_n=int(w["warps_n"]),
+                bytes_per_ldg=bytes_per_ldg, min_ctas_per_sm=int(w["min_ctas_per_sm"]),
+                rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
+                baseline_gbs=float(base["gbs"]) if base else None, run=run_label,
+            )
+        )  # fmt: skip
+    return out
+
+
+def run(args) -> int:
+    import torch  # the sweep needs the GPU; --from-csv does not
+    from _bench_torch import (
+        as_outputs,
+        compare,
+        copy_ceiling,
+        make_set,
+        ours_runner,
+        output_bytes,
+        poison,
+        reference,
+        time_calls,
+    )
+
+    os.makedirs(args.out, exist_ok=True)
+    dev = torch.cuda.current_device()
+    limits = dispatch.device_limits(dev)
+    arch = rtc.device_info(dev).arch  # explicit: the compile threads need no CUDA context
+    _, ceiling, _ = copy_ceiling()
+    print(f"copy ceiling {ceiling:.0f} GB/s on {torch.cuda.get_device_name()}", flush=True)
+    real_select = registry.select_softmax
+    forced: list = [None]
+
+    def select(op, variant, dtype, cols):
+        cfg = forced[0]
+        return cfg if cfg is not None else real_select(op, variant, dtype, cols)
+
+    registry.select_softmax = select
+    pool = cf.ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 4))
+    t_end = time.monotonic() + args.time_budget
+    fields = [
+        "op", "dtype", "rows", "cols", "label", "kind", "max_cols", "ctas_per_row", "warps_m",
+        "warps_n", "min_ctas_per_sm", "elts_per_thread", "regs", "occupancy", "grid",
+        "median_us", "p20_us", "p80_us", "gbs", "pct_ceiling", "vs_baseline", "check",
+    ]  # fmt: skip
+    fcsv = open(os.path.join(args.out, "tune.csv"), "w", newline="")
+    wr = csv.DictWriter(fcsv, fieldnames=fields)
+    wr.writeheader()
+    summary = []
+
+    def measure(case: Case, run_fn, n_sets, ref, cfg, label: str, base_us):
+        forced[0] = cfg
+        dispatch._plan_cache.clear()
+        try:
+            poison(output_bytes(case))
+            got = as_outputs(case, "nvrtc", run_fn(0))
+            torch.cuda.synchronize()
+            bad = compare(case, got, ref)
+            t = time_calls(run_fn, n_sets, target_ms=args.target_ms, min_reps=8, max_reps=80)
+            plan = next(iter(dispatch._plan_cache.values()))
+            k = nv_softmax.load(plan.spec)
+            gbs = case.nbytes() / t.median_us / 1e3
+            row = dict(
+                op=case.op, dtype=case.dtype, rows=case.rows, cols=case.cols, label=label,
+                kind=cfg.kind, max_cols=cfg.max_cols, ctas_per_row=plan.ctas_per_row,
+                warps_m=cfg.warps_m, warps_n=cfg.warps_n, min_ctas_per_sm=cfg.min_ctas_per_sm,
+                elts_per_thread=plan.spec.ldgs * plan.spec.num_elts, regs=k.num_regs,
+                occupancy=k.occupancy(plan.spec.threads, 0),
+                grid="x".join(map(str, plan.grid)), median_us=round(t.median_us, 2),
+                p20_us=round(t.p20_us, 2), p80_us=round(t.p80_us, 2), gbs=round(gbs, 1),
+                pct_ceiling=round(100 * gbs / ceiling, 1),
+                vs_baseline=round(base_us / t.median_us, 3) if base_us else 1.0,
+                check=bad or "ok",
+            )  # fmt: skip
+            return row, (t.median_us if not bad else None)
+        except Exception as exc:  # a shape this device cannot run: record and go on
+            print(f"  {label} {cfg}: {type(exc).__name__}: {exc}", flush=True)
+            return None, None
+        finally:
+            forced[0] = None
+            dispatch._plan_cache.clear()
+
+    def prefetch(cfgs, cols):
+        specs = []
+        for c in cfgs:
+            try:
+                specs.append(planner.softmax_spec(c, cols, c.num_elts, limits))
+            except planner.PlanError:
+                pass
+        list(pool.map(lambda s: nv_softmax.compile_spec(s, arch), specs))
+
+    os.environ.pop("DISABLE_NVRTC", None)
+    for dtype in args.dtypes:
+        for bop in args.ops:
+            op, variant = kernel_op(bop)
+            for cols in args.keys:
+                if time.monotonic() > t_end:
+                    print(f"time budget spent: skipping {dtype} {bop} {cols}", flush=True)
+                    continue
+                dims = softmax_dims(bop, cols)
+                if dims is None:
+                    continue
+                b, h, sq, note = dims
+                case = Case(bop, dtype, b * h * sq, cols, b=b, h=h, sq=sq, note=note)
+                t0 = time.monotonic()
+                n_sets = sets_needed(case.nbytes(), 60 * 1000 * 1000)
+                sets = [make_set(case, 100 + i) for i in range(n_sets)]
+                ref = reference(case, sets[0])
+                run_fn = ours_runner(case, sets)
+                base_cfg = real_select(op, variant, dtype, cols)
+                base_row, base_us = measure(case, run_fn, n_sets, ref, base_cfg, "baseline", None)
+                if base_row is None:
+                    continue
+                wr.writerow(base_row)
+                results = [(base_us or float("inf"), base_cfg, base_row)]
+                stage = candidates(op, variant, dtype, cols, args.max_elts)
+                for label in ("shape", "capped"):
+                    if label == "capped":
+                        top = sorted(results, key=lambda r: r[0])[: args.top]
+                        stage = [
+                            dataclasses.replace(c, min_ctas_per_sm=m)
+                            for _, c, _ in top
+                            for m in MIN_CTAS
+                            if c.threads * m <= registry.MAX_THREADS_PER_SM
+                        ]
+                    prefetch(stage, cols)
+                    for cfg in stage:
+                        row, us = measure(case, run_fn, n_sets, ref, cfg, label, base_us)
+                        if row:
+                            wr.writerow(row)
+                            if us:
+                                results.append((us, cfg, row))
+                fcsv.flush()
+                best_us, best, brow = min(results, key=lambda r: r[0])
+                print(
+                    f"{dtype:5s} {bop:26s} {cols:6d}: baseline {base_row['gbs']:7.1f} GB/s "
+                    f"({base_cfg.kind} {base_cfg.max_cols} {base_cfg.warps_m}x{base_cfg.warps_n})"
+                    f" best {brow['gbs']:7.1f} ({best.kind} {best.max_cols} cpr"
+                    f"{brow['ctas_per_row']} {best.warps_m}x{best.warps_n} "
+                    f"min{best.min_ctas_per_sm}, {brow['regs']} regs) "
+                    f"x{base_us / best_us if base_us else 0:.2f} "
+                    f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
+                    flush=True,
+                )
+                summary.append(brow)
+                del sets, ref, run_fn
+                torch.cuda.empty_cache()
+    fcsv.close()
+    registry.select_softmax = real_select
+    meta = dict(
+        date=datetime.date.today().isoformat(),
+        gpu=torch.cuda.get_device_name(),
+        copy_ceiling_gbs=round(ceiling),
+        command="python3 perf/tune_softmax.py " + " ".join(sys.argv[1:]),
+        versions=dict(
+            torch=torch.__version__,
+            python=platform.python_version(),
+            nvrtc=".".join(map(str, rtc.nvrtc_version())),
+        ),
+        best=summary,
+    )
+    with open(os.path.join(args.out, "tune_softmax.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    write_json(args, [os.path.join(args.out, "tune.csv")], meta)
+    return 0
+
+
+def write_json(args, csvs: list[str], meta: dict) -> None:
+    entries = winners_from_csv(csvs, args.run_label or args.out)
+    source = {k: v for k, v in meta.items() if k != "best"}
+    with open(os.path.join(args.out, "measured_softmax.json"), "w") as f:
+        json.dump(dict(source=source, entries=entries), f, indent=1)
+    print(f"{len(entries)} entries -> {args.out}/measured_softmax.json")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--ops", nargs="+", default=list(OPS), choices=OPS)
+    p.add_argument("--dtypes", nargs="+", default=["bf16"], choices=("bf16", "fp16", "fp32"))
+    p.add_argument("--keys", nargs="+", type=int, default=list(KEYS))
+    p.add_argument("--max-elts", type=int, default=64, help="elements a thread holds, at most")
+    p.add_argument("--top", type=int, default=3, help="shapes swept with register caps")
+    p.add_argument("--target-ms", type=float, default=10.0)
+    p.add_argument("--time-budget", type=float, default=420.0, help="seconds")
+    p.add_argument("--from-csv", nargs="+", default=None, help="earlier sweeps' tune.csv files")
+    p.add_argument("--run-label", default=None, help="the 'run' field of each JSON entry")
+    p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")
+    args = p.parse_args()
+    if args.from_csv:
+        os.makedirs(args.out, exist_ok=True)
+        meta = {}
+        if args.source:
+            with open(args.source) as f:
+                meta = json.load(f)
+        write_json(args, args.from_csv, meta)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
