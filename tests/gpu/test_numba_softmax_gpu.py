@@ -2,7 +2,8 @@
 
 Launches ``backends/numba/softmax.py`` directly from planner plans on Numba device arrays
 (one CTA a row up to 32768 keys, or 16384 in the fp32 backward; several cooperating CTAs
-beyond), against float64 references; checks exact zeros, untouched row padding and bitwise-identical repeats.
+beyond), against float64 references; checks exact zeros, untouched row padding and
+bitwise-identical repeats.
 """
 
 from __future__ import annotations
