@@ -6,8 +6,9 @@ with the planner (the device's real limits and the kernel's occupancy), launches
 references. Covers all four variants forward and the backward for fp32/fp16/bf16 over key
 lengths from 1 to 131072 (several CTAs a row past 32768, past 16384 in the fp32 backward:
 cooperative launches with the inter-CTA barrier), odd batch/head/query counts, masks with
-fully-masked rows and mask batch 1 vs b, aligned causal with sk < sq, padded rows (the partial last vector), exact zeros at masked and
-excluded positions, untouched padding and bitwise-identical repeated runs.
+fully-masked rows and mask batch 1 vs b, aligned causal with sk < sq, padded rows (the partial
+last vector), exact zeros at masked and excluded positions, untouched padding and
+bitwise-identical repeated runs.
 """
 
 from __future__ import annotations
