@@ -329,7 +329,7 @@ class SoftmaxSpec(_RowSpec):
         c = self.config
         return (
             c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,
-            c.min_ctas_per_sm,
+            c.min_ctas_per_sm, c.prefetch,
         )  # fmt: skip
 
 

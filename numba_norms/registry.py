@@ -625,6 +625,7 @@ class SoftmaxConfig:
     variant: str = "scaled"
     min_ctas_per_sm: int = 1
     keys: int = 0
+    prefetch: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in SOFTMAX_OPS:
@@ -651,6 +652,8 @@ class SoftmaxConfig:
             raise ValueError(
                 f"max_cols {self.max_cols} is not a multiple of warps_n * 32 * {self.num_elts}"
             )
+        if self.prefetch and self.op != "softmax_fwd":
+            raise ValueError("prefetch (the software pipeline) exists for softmax_fwd only")
         if not 1 <= self.min_ctas_per_sm or self.threads * self.min_ctas_per_sm > (
             MAX_THREADS_PER_SM
         ):
@@ -721,6 +724,7 @@ def measured_softmax_configs() -> tuple[SoftmaxConfig, ...]:
             variant=raw["variant"],
             min_ctas_per_sm=int(raw["min_ctas_per_sm"]),
             keys=int(raw["keys"]),
+            prefetch=bool(raw.get("prefetch", False)),
         )
         out.append(cfg)
         if cfg.variant == "upper_triang":

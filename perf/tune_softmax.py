@@ -5,8 +5,9 @@ For each op, dtype and key length this times the registry's current choice (the 
 every shape that holds a row in registers with 16-byte vectors: warp entries (one warp a row,
 ``warps_m`` rows a CTA) up to 2048 keys, block entries (``warps_n`` warps a row, over 1-16 CTAs)
 from 1024 keys, at most ``--max-elts`` elements a thread; then the best ``--top`` shapes under
-register caps (``__launch_bounds__`` min CTAs per SM). Problems are the benchmark's
-(``perf/_bench_cases.py``: b=4, h=32, sq=sk, at most 2^27 elements), so are the byte counts.
+register caps (``__launch_bounds__`` min CTAs per SM) and, for the forward, with the software
+pipeline (``prefetch``). Problems are the benchmark's (``perf/_bench_cases.py``: b=4, h=32,
+sq=sk, at most 2^27 elements), so are the byte counts.
 Every candidate's output is checked against an fp32 torch reference before it may win.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
@@ -77,8 +78,8 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
     return out
 
 
-# A winner within this fraction of the fastest that needs no register cap is preferred: caps
-# that gain less than this were within run-to-run noise in run 28 (repeats of one shape there
+# A winner within this fraction of the fastest that needs no register cap (nor the pipeline) is
+# preferred: gains below it were within run-to-run noise in run 28 (repeats of one shape there
 # differ by up to 0.5%).
 PREFER_UNCAPPED = 0.015
 
@@ -88,7 +89,9 @@ def pick(rows: list[dict]) -> dict:
     ok = [r for r in rows if r["check"] == "ok"]
     best = max(float(r["gbs"]) for r in ok)
     near = [r for r in ok if float(r["gbs"]) >= best * (1 - PREFER_UNCAPPED)]
-    uncapped = [r for r in near if int(r["min_ctas_per_sm"]) == 1]
+    uncapped = [
+        r for r in near if int(r["min_ctas_per_sm"]) == 1 and not int(r.get("prefetch") or 0)
+    ]
     return max(uncapped or near, key=lambda r: float(r["gbs"]))
 
 
@@ -114,6 +117,7 @@ def winners_from_csv(paths: list[str], run_label: str) -> list[dict]:
                 op=op, variant=variant, dtype=dtype, keys=cols, kind=w["kind"],
                 max_cols=max_cols, warps_m=int(w["warps_m"]), warps_n=int(w["warps_n"]),
                 bytes_per_ldg=bytes_per_ldg, min_ctas_per_sm=int(w["min_ctas_per_sm"]),
+                prefetch=bool(int(w.get("prefetch") or 0)),
                 rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
                 baseline_gbs=float(base["gbs"]) if base else None, run=run_label,
             )
@@ -153,7 +157,7 @@ def run(args) -> int:
     t_end = time.monotonic() + args.time_budget
     fields = [
         "op", "dtype", "rows", "cols", "label", "kind", "max_cols", "ctas_per_row", "warps_m",
-        "warps_n", "min_ctas_per_sm", "elts_per_thread", "regs", "occupancy", "grid",
+        "warps_n", "min_ctas_per_sm", "prefetch", "elts_per_thread", "regs", "occupancy", "grid",
         "median_us", "p20_us", "p80_us", "gbs", "pct_ceiling", "vs_baseline", "check",
     ]  # fmt: skip
     fcsv = open(os.path.join(args.out, "tune.csv"), "w", newline="")
@@ -177,6 +181,7 @@ def run(args) -> int:
                 op=case.op, dtype=case.dtype, rows=case.rows, cols=case.cols, label=label,
                 kind=cfg.kind, max_cols=cfg.max_cols, ctas_per_row=plan.ctas_per_row,
                 warps_m=cfg.warps_m, warps_n=cfg.warps_n, min_ctas_per_sm=cfg.min_ctas_per_sm,
+                prefetch=int(cfg.prefetch),
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts, regs=k.num_regs,
                 occupancy=k.occupancy(plan.spec.threads, 0),
                 grid="x".join(map(str, plan.grid)), median_us=round(t.median_us, 2),
@@ -230,11 +235,14 @@ def run(args) -> int:
                 for label in ("shape", "capped"):
                     if label == "capped":
                         top = sorted(results, key=lambda r: r[0])[: args.top]
+                        pipelines = (False, True) if op == "softmax_fwd" else (False,)
                         stage = [
-                            dataclasses.replace(c, min_ctas_per_sm=m)
+                            dataclasses.replace(c, min_ctas_per_sm=m, prefetch=pf)
                             for _, c, _ in top
-                            for m in MIN_CTAS
+                            for m in (1,) + MIN_CTAS
+                            for pf in pipelines
                             if c.threads * m <= registry.MAX_THREADS_PER_SM
+                            and (m, pf) != (1, False)  # timed in the shape stage
                         ]
                     prefetch(stage, cols)
                     for cfg in stage:

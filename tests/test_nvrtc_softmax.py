@@ -162,12 +162,12 @@ def test_registry_specs_are_deduplicated():
 def test_kernel_names():
     cfgs = {(c.op, c.variant, c.dtype, c.max_cols): c for c in softmax_configs(measured=False)}
     fwd = softmax_spec(cfgs["softmax_fwd", "masked", "bf16", 4096], 4096, 8, H200)
-    assert nv_softmax.kernel_name(fwd) == "softmax_fwd<nn::bf16, 1, 8, 8, 2, 1, 1>"
+    assert nv_softmax.kernel_name(fwd) == "softmax_fwd<nn::bf16, 1, 8, 8, 2, 1, 1, false>"
     bwd = softmax_spec(cfgs["softmax_bwd", "scaled", "fp32", 128], 100, 1, H200)
     assert nv_softmax.kernel_name(bwd) == "softmax_bwd<float, 4, 1, 1, 4, 1>"
     causal = softmax_spec(cfgs["softmax_fwd", "aligned_causal", "fp16", 16384], 40000, 8, H200)
     assert causal.ctas_per_row == 3
-    assert nv_softmax.kernel_name(causal) == "softmax_fwd<nn::fp16, 1, 16, 8, 4, 3, 1>"
+    assert nv_softmax.kernel_name(causal) == "softmax_fwd<nn::fp16, 1, 16, 8, 4, 3, 1, false>"
 
 
 def test_wrong_op_is_rejected():
@@ -448,24 +448,39 @@ def _emu_lib(d: Path, expr: str, multi: bool) -> ctypes.CDLL:
 
 
 # (dtype, (warps_m, warps_n, num_elts, ldgs), variant, rows, cols, pitch, grid, sq, heads, mb)
+# ..., prefetch: the software pipeline (every case with it runs several trips a CTA)
 _EMU_FWD = [
-    ("bf16", (4, 1, 8, 4), "scaled", 13, 1000, 1000, (1, 2), 13, 1, 1),
-    ("fp16", (4, 1, 8, 4), "masked", 30, 1001, 1008, (1, 2), 5, 3, 2),  # partial last vector
-    ("fp32", (4, 1, 4, 2), "upper_triang", 15, 250, 250, (1, 3), 5, 3, 1),  # idle warps
-    ("bf16", (4, 1, 1, 1), "aligned_causal", 10, 7, 7, (1, 2), 10, 1, 1),  # sk < sq
-    ("fp32", (4, 1, 1, 1), "scaled", 3, 1, 1, (1, 2), 3, 1, 1),
-    ("bf16", (1, 4, 8, 2), "masked", 7, 2043, 2048, (1, 3), 7, 1, 1),  # block kernel
-    ("bf16", (1, 2, 8, 1), "aligned_causal", 7, 1500, 1504, (3, 2), 7, 1, 1),  # 3 CTAs a row
-    ("fp32", (4, 1, 4, 2), "masked", 12, 600, 600, (3, 1), 3, 2, 2),
-    ("fp32", (4, 1, 4, 2), "aligned_causal", 40, 300, 300, (3, 2), 330, 1, 1),  # empty rows
-    ("fp16", (4, 1, 8, 1), "upper_triang", 9, 600, 608, (3, 2), 9, 1, 1),
-    ("fp16", (1, 16, 1, 16), "masked", 4, 4097, 4097, (1, 1), 2, 2, 2),  # 512 threads, 4 trips
+    ("bf16", (4, 1, 8, 4), "scaled", 13, 1000, 1000, (1, 2), 13, 1, 1, False),
+    ("fp16", (4, 1, 8, 4), "masked", 30, 1001, 1008, (1, 2), 5, 3, 2, True),  # partial last vector
+    ("fp32", (4, 1, 4, 2), "upper_triang", 15, 250, 250, (1, 3), 5, 3, 1, True),  # idle warps
+    ("bf16", (4, 1, 1, 1), "aligned_causal", 10, 7, 7, (1, 2), 10, 1, 1, False),  # sk < sq
+    ("fp32", (4, 1, 1, 1), "scaled", 3, 1, 1, (1, 2), 3, 1, 1, False),
+    ("bf16", (1, 4, 8, 2), "masked", 7, 2043, 2048, (1, 3), 7, 1, 1, True),  # block kernel
+    ("bf16", (1, 2, 8, 1), "aligned_causal", 7, 1500, 1504, (3, 2), 7, 1, 1, True),  # 3 CTAs a row
+    ("fp32", (4, 1, 4, 2), "masked", 12, 600, 600, (3, 1), 3, 2, 2, False),
+    ("fp32", (4, 1, 4, 2), "aligned_causal", 40, 300, 300, (3, 2), 330, 1, 1, True),  # empty rows
+    ("fp16", (4, 1, 8, 1), "upper_triang", 9, 600, 608, (3, 2), 9, 1, 1, False),
+    (
+        "fp16",
+        (1, 16, 1, 16),
+        "masked",
+        4,
+        4097,
+        4097,
+        (1, 1),
+        2,
+        2,
+        2,
+        True,
+    ),  # 512 threads, 4 trips
 ]
 
 
 def _emu_id(case) -> str:
     dtype, cfg, variant, rows, cols, pitch, grid = case[:7]
-    return f"{variant}-{dtype}-{'x'.join(map(str, cfg))}-{rows}x{cols}p{pitch}-g{grid[0]}x{grid[1]}"
+    pf = "-pf" if case[-1] else ""
+    shape = f"{rows}x{cols}p{pitch}-g{grid[0]}x{grid[1]}{pf}"
+    return f"{variant}-{dtype}-{'x'.join(map(str, cfg))}-{shape}"
 
 
 def _emu_buffers(grid, warps_m):
@@ -480,10 +495,11 @@ def _ptr(a: np.ndarray) -> ctypes.c_void_p:
 @pytest.mark.slow
 @pytest.mark.parametrize("case", _EMU_FWD, ids=_emu_id)
 def test_emulated_forward(emu_dir, case):
-    dtype, cfg, variant, rows, cols, pitch, grid, sq, heads, mb = case
+    dtype, cfg, variant, rows, cols, pitch, grid, sq, heads, mb, prefetch = case
     wm, wn, n, ldgs = cfg
+    pf = "true" if prefetch else "false"
     vid = nv_softmax.VARIANT_IDS[variant]
-    expr = f"softmax_fwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, {vid}, 1>"
+    expr = f"softmax_fwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, {vid}, 1, {pf}>"
     rng = np.random.default_rng(rows * cols)
     x = (rng.standard_normal((rows, pitch)) * 3).astype(_EMU_NP[dtype])
     mask = None

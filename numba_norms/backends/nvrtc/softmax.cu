@@ -160,9 +160,59 @@ __device__ __forceinline__ float* stats_row(float* stats, int trip, int warp_m) 
 
 }  // namespace nnsm
 
+namespace nnsm {
+
+// One thread's slice of a forward row as loaded (storage type, mask bytes), and the row's
+// column limit: columns [0, lim) are read, later ones are excluded (causal) or past the end.
+template <typename T, int N, int LDGS, int VARIANT>
+struct FwdSlice {
+  nn::Pack<T, N> p[LDGS];
+  MaskBytes<N> mb[LDGS];
+  int lim;
+
+  __device__ __forceinline__ void load(const T* x, const unsigned char* mask, int row, int rows,
+                                       int cols, long long x_stride, long long mask_stride,
+                                       int sq, int heads, int mask_batch, int col0, int col_step,
+                                       const Tail& tail) {
+    constexpr bool MASKED = VARIANT == 1;
+    lim = row < rows ? cols : 0;
+    const int qi = VARIANT == 0 ? 0 : row % sq;
+    if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
+    if constexpr (VARIANT == 3) lim = min(lim, max(qi + (cols - sq) + 1, 0));
+    const T* xr = x + row * x_stride;
+    const unsigned char* mr = mask;
+    if constexpr (MASKED) {
+      const int b = row / (heads * sq);
+      mr = mask + ((long long)(mask_batch == 1 ? 0 : b) * sq + qi) * mask_stride;
+    }
+    nn::Pack<T, N> xt;  // the partial last vector, or zeros
+    MaskBytes<N> mt;
+    clear(xt.w);
+    clear(mt.w);
+    if (tail.mine && tail.col < lim) {
+      load_partial<sizeof(T), N>(xt.w, xr + tail.col, tail.n);
+      if constexpr (MASKED) load_partial<1, N>(mt.w, mr + tail.col, tail.n);
+    }
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      const int c = col0 + it * col_step;
+      p[it] = xt;
+      mb[it] = mt;
+      if (c < lim && c + N <= cols) {
+        p[it].load(xr + c);
+        if constexpr (MASKED) mb[it].load(mr + c);
+      }
+    }
+  }
+};
+
+}  // namespace nnsm
+
 // y = softmax(x * scale) over each row's kept columns; VARIANT 0 scaled, 1 masked,
-// 2 upper_triang, 3 aligned_causal.
-template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int VARIANT, int MIN_CTAS>
+// 2 upper_triang, 3 aligned_causal. PREFETCH: the next row's loads are issued before this
+// row's reductions (software pipeline; the row waiting is kept as loaded).
+template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int VARIANT, int MIN_CTAS,
+          bool PREFETCH>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     softmax_fwd(const T* x, const unsigned char* mask, T* y, int rows, int cols,
                 long long x_stride, long long y_stride, long long mask_stride, int sq, int heads,
@@ -188,6 +238,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const int trips = (rows - 1) / rows_step + 1;  // rows >= 1; no overflow near INT_MAX
   const float k = scale * kLog2e;
   const Tail tail(cols, N, col0, col_step);
+  const auto row_of = [&](int trip) { return (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m; };
 
   // Two exchanges a trip through separate arrays: a warp can only rewrite one after every warp
   // has passed the other's barrier, i.e. has finished reading it.
@@ -195,50 +246,37 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   __shared__ float s_sum[WARPS_M][WARPS_N];
   __shared__ int s_keep[WARPS_M][WARPS_N];
 
+  FwdSlice<T, N, LDGS, VARIANT> cur;
+  const auto load = [&](int row) {
+    cur.load(x, mask, row, rows, cols, x_stride, mask_stride, sq, heads, mask_batch, col0,
+             col_step, tail);
+  };
+  if constexpr (PREFETCH) load(row_of(0));
   for (int trip = 0; trip < trips; ++trip) {
-    const int row = (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
+    const int row = row_of(trip);
     const bool valid = row < rows;
-    // Columns [0, lim) are read; later ones are excluded (causal) or past the row's end.
-    int lim = valid ? cols : 0;
-    const int qi = VARIANT == 0 ? 0 : row % sq;
-    if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
-    if constexpr (VARIANT == 3) lim = min(lim, max(qi + (cols - sq) + 1, 0));
-    const T* xr = x + row * x_stride;
-    const unsigned char* mr = mask;
-    if constexpr (MASKED) {
-      const int b = row / (heads * sq);
-      mr = mask + ((long long)(mask_batch == 1 ? 0 : b) * sq + qi) * mask_stride;
+    if constexpr (!PREFETCH) load(row);
+    const FwdSlice<T, N, LDGS, VARIANT> now = cur;  // with PREFETCH `cur` takes the next row
+    if constexpr (PREFETCH) {
+      if (trip + 1 < trips) load(row_of(trip + 1));
     }
-    nn::Pack<T, N> xt;  // the partial last vector, or zeros
-    MaskBytes<N> mt;
-    clear(xt.w);
-    clear(mt.w);
-    if (tail.mine && tail.col < lim) {
-      load_partial<sizeof(T), N>(xt.w, xr + tail.col, tail.n);
-      if constexpr (MASKED) load_partial<1, N>(mt.w, mr + tail.col, tail.n);
-    }
+    const int lim = now.lim;
 
-    // Load, scale into the log2 domain, apply the mask; the row maximum along the way.
+    // Scale into the log2 domain, apply the mask; the row maximum along the way.
     float v[LDGS][N];
     float m = neg_inf();
     bool keep = false;  // masked variant: an unmasked column among this thread's
 #pragma unroll
     for (int it = 0; it < LDGS; ++it) {
       const int c = col0 + it * col_step;
-      nn::Pack<T, N> p = xt;
-      MaskBytes<N> mb = mt;
-      if (c < lim && c + N <= cols) {
-        p.load(xr + c);
-        if constexpr (MASKED) mb.load(mr + c);
-      }
       float f[N];
-      p.to_float(f);
+      now.p[it].to_float(f);
 #pragma unroll
       for (int j = 0; j < N; ++j) {
         const bool in = c + j < lim;
         float t = f[j] * k;
         if constexpr (MASKED) {
-          const bool msk = mb.masked(j);
+          const bool msk = now.mb[it].masked(j);
           t = msk ? kMaskedScore : t;
           keep |= in && !msk;
         }

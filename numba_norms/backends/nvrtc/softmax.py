@@ -1,7 +1,7 @@
 """Fused-softmax launchers of the NVRTC backend (kernels: ``softmax.cu``, helpers: ``norms.cuh``).
 
 A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
-``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS>`` or
+``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>`` or
 ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one
@@ -64,7 +64,8 @@ def kernel_name(spec: SoftmaxSpec) -> str:
     args = f"{ctype}, {c.warps_m}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}"
     if c.is_backward:
         return f"{_BWD}<{args}, {c.min_ctas_per_sm}>"
-    return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}>"
+    pf = "true" if c.prefetch else "false"
+    return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
 
 
 def _multi(spec: SoftmaxSpec) -> bool:
