@@ -95,13 +95,21 @@ def pick(rows: list[dict]) -> dict:
     return max(uncapped or near, key=lambda r: float(r["gbs"]))
 
 
-def winners_from_csv(paths: list[str], run_label: str) -> list[dict]:
-    """One ``measured_softmax.json`` entry per (op, dtype, key length) of the CSVs."""
+def winners_from_csv(paths: list[str], run_label: str | None) -> list[dict]:
+    """One ``measured_softmax.json`` entry per (op, dtype, key length) of the CSVs.
+
+    A later CSV's rows of a problem replace an earlier one's (a sweep of changed kernel code
+    re-times them). Each entry's ``run`` is ``run_label`` or its CSV's folder.
+    """
     groups: dict[tuple, list[dict]] = {}
+    source: dict[tuple, str] = {}
     for path in paths:
+        mine: dict[tuple, list[dict]] = {}
         with open(path) as f:
             for r in csv.DictReader(f):
-                groups.setdefault((r["op"], r["dtype"], int(r["cols"])), []).append(r)
+                mine.setdefault((r["op"], r["dtype"], int(r["cols"])), []).append(r)
+        groups.update(mine)
+        source.update(dict.fromkeys(mine, run_label or os.path.dirname(path)))
     out = []
     for (bop, dtype, cols), rows in sorted(groups.items()):
         if not any(r["check"] == "ok" for r in rows):
@@ -119,7 +127,7 @@ def winners_from_csv(paths: list[str], run_label: str) -> list[dict]:
                 bytes_per_ldg=bytes_per_ldg, min_ctas_per_sm=int(w["min_ctas_per_sm"]),
                 prefetch=bool(int(w.get("prefetch") or 0)),
                 rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
-                baseline_gbs=float(base["gbs"]) if base else None, run=run_label,
+                baseline_gbs=float(base["gbs"]) if base else None, run=source[bop, dtype, cols],
             )
         )  # fmt: skip
     return out
@@ -287,7 +295,7 @@ def run(args) -> int:
 
 
 def write_json(args, csvs: list[str], meta: dict) -> None:
-    entries = winners_from_csv(csvs, args.run_label or args.out)
+    entries = winners_from_csv(csvs, args.run_label)
     source = {k: v for k, v in meta.items() if k != "best"}
     with open(os.path.join(args.out, "measured_softmax.json"), "w") as f:
         json.dump(dict(source=source, entries=entries), f, indent=1)
@@ -305,7 +313,7 @@ def main() -> int:
     p.add_argument("--target-ms", type=float, default=10.0)
     p.add_argument("--time-budget", type=float, default=420.0, help="seconds")
     p.add_argument("--from-csv", nargs="+", default=None, help="earlier sweeps' tune.csv files")
-    p.add_argument("--run-label", default=None, help="the 'run' field of each JSON entry")
+    p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")
     args = p.parse_args()
     if args.from_csv:

@@ -10,6 +10,7 @@ Two halves, one per pass of ``tests/run_cpu.sh``:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -215,6 +216,39 @@ def test_persistent_rows_loop():
     x4, y, expected, _, plan = run_forward("aligned_causal", "fp32", 2, 3, 7, 12)
     assert plan.row_iterations > 1
     assert_close(y, expected, "fp32", what="y")
+
+
+@sim_only
+@pytest.mark.parametrize(
+    "variant, dtype, kind, bhq, sk, pitch",
+    [
+        ("scaled", "bf16", "warp", (2, 3, 7), 100, 104),  # partial last vector of every row
+        ("masked", "fp16", "block", (1, 1, 9), 250, 256),  # several warps a row, mask vectors
+        ("upper_triang", "fp32", "warp", (2, 3, 7), 40, None),
+        ("aligned_causal", "bf16", "block", (1, 1, 12), 9, None),  # rows keeping nothing
+    ],
+)
+def test_forward_pipeline(variant, dtype, kind, bhq, sk, pitch):
+    """The software pipeline (``prefetch``): each trip reduces the row loaded the trip before
+    while the next one loads. Several trips a CTA, against the reference and against the same
+    configuration without the pipeline, bit for bit."""
+    base = next(
+        c
+        for c in registry.softmax_configs(measured=False)
+        if (c.op, c.variant, c.dtype, c.kind) == ("softmax_fwd", variant, dtype, kind)
+        and c.max_cols >= sk
+    )
+    b, h, sq = bhq
+    outs = []
+    for prefetch in (True, False):
+        cfg = dataclasses.replace(base, prefetch=prefetch)
+        x4, y, expected, _, plan = run_forward(
+            variant, dtype, b, h, sq, sk, pitch=pitch, cfg=cfg, full_mask_rows=(3,), seed=5
+        )
+        assert plan.row_iterations > 2 and plan.spec.config.prefetch == prefetch
+        assert_close(y, expected, dtype, what=f"{variant} y (prefetch={prefetch})")
+        outs.append(y)
+    assert np.array_equal(outs[0], outs[1]), "the pipeline changed the results"
 
 
 @sim_only

@@ -67,12 +67,16 @@ _LOG2E = np.float32(1.4426950408889634)
 # --------------------------------------------------------------------------------------------
 
 
-def _forward_kernel(dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool):
+def _forward_kernel(
+    dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool, prefetch: bool
+):
     """``softmax_fwd`` of docs/design.md for one compile-time shape (a Python function).
 
     ``multi``: the kernel serves several CTAs a row (the inter-CTA exchange is compiled in);
     one-CTA kernels leave it out, which saves registers and compile time (as NVRTC's build
-    with ``SOFTMAX_MULTI_CTA=0``).
+    with ``SOFTMAX_MULTI_CTA=0``). ``prefetch``: each vector of the next row is loaded as soon
+    as this row's is widened, so the next row's loads are in flight during this row's
+    reductions (NVRTC's ``PREFETCH``); the row waiting is kept as loaded.
     """
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
@@ -88,6 +92,8 @@ def _forward_kernel(dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: i
     ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
     unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
     copy_x, copy_m = ro.copy_words(nw), ro.copy_words(mw)
+    pre = 1 if prefetch else 0  # trips spent loading before the first row is reduced
+    nx_next, nm_next = (nw * ldgs, mw * ldgs) if prefetch else (1, 1)  # the next row's words
     prep, exp_sum, out = ro.softmax_prep(ne, masked), ro.exp_sum(k_elts), ro.softmax_out(ne, causal)
     ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
     fmaxf = ro.fmaxf
@@ -139,39 +145,66 @@ def _forward_kernel(dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: i
         tw = cuda.local.array(nw, u32)
         mb = cuda.local.array(mw, u32)
         tm = cuda.local.array(mw, u32)
+        xs = cuda.local.array(nx_next, u32)  # prefetch: the next row's slice as loaded
+        ms = cuda.local.array(nm_next, u32)
         xch = cuda.shared.array(nxch, f32)
         s_max = cuda.shared.array(nred, f32)
         s_sum = cuda.shared.array(nred, f32)
         s_keep = cuda.shared.array(nred, i32)
 
-        for trip in range(trips):
-            row = (trip * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m
-            valid = row < rows
-            # Columns [0, lim) are read; later ones are excluded (causal) or past the row's end.
-            lim = cols if valid else 0
+        row0 = cuda.blockIdx.y * wm + warp_m
+        lim = 0
+        lim_next = 0
+        # Trip t loads row t and reduces row t - pre (with prefetch, trip 0 only loads).
+        for t in range(trips + pre):
+            trip = t - pre
+            row = row0 + trip * rows_step
+            valid = trip >= 0 and row < rows
+            lrow = row0 + t * rows_step
+            loading = t < trips
+            # Columns [0, llim) are read; later ones are excluded (causal) or past the row's end.
+            llim = cols if lrow < rows and loading else 0
             qi = 0
             if var != 0:
-                qi = row % sq
+                qi = lrow % sq
             if var == 2:
-                lim = min(lim, qi + 1)
+                llim = min(llim, qi + 1)
             if var == 3:
-                lim = min(lim, max(qi + (cols - sq) + 1, 0))
-            xr = row_ptr(x, row * x_stride)
+                llim = min(llim, max(qi + (cols - sq) + 1, 0))
+            xr = row_ptr(x, lrow * x_stride)
             mr = mask
             if masked:
-                mrow = (0 if mask_batch == 1 else row // (heads * sq)) * sq + qi
+                mrow = (0 if mask_batch == 1 else lrow // (heads * sq)) * sq + qi
                 mr = row_ptr(mask, mrow * mask_stride)
-            tail_n_here = tail_n if tail_mine and tail_col < lim else 0
+            tail_n_here = tail_n if tail_mine and tail_col < llim else 0
             ld_part(tw, xr, tail_col, tail_n_here)
             if masked:
                 ld_part(tm, mr, tail_col, tail_n_here)
+            if prefetch:
+                lim = lim_next
+                lim_next = llim
+            else:
+                lim = llim
 
-            # Load, scale into the log2 domain, apply the mask; the row maximum along the way.
+            # Load (prefetch: take this row's vector, load the next row's in its place), scale
+            # into the log2 domain, apply the mask; the row maximum along the way.
             m = neg_inf
             keep = i32(0)  # masked variant: an unmasked column among this thread's
             for it in range(ldgs):
                 c = col0 + it * col_step
-                if c < lim and c + ne <= cols:
+                if prefetch:
+                    copy_x(xw, 0, xs, it * nw)
+                    if masked:
+                        copy_m(mb, 0, ms, it * mw)
+                    if c < llim and c + ne <= cols:
+                        ld_x(xs, it * nw, xr, c)
+                        if masked:
+                            ld_m(ms, it * mw, mr, c)
+                    elif loading:  # the partial last vector (or nothing)
+                        copy_x(xs, it * nw, tw, 0)
+                        if masked:
+                            copy_m(ms, it * mw, tm, 0)
+                elif c < llim and c + ne <= cols:
                     ld_x(xw, 0, xr, c)
                     if masked:
                         ld_m(mb, 0, mr, c)
@@ -183,6 +216,8 @@ def _forward_kernel(dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: i
                 mk = prep(v, it * ne, mb, lim - c, kscale, m, keep)
                 m = mk[0]
                 keep = mk[1]
+            if t < pre:
+                continue
 
             m = warp_max(m, xch, tid)
             if masked:
@@ -377,7 +412,7 @@ def _pyfunc(spec: SoftmaxSpec):
     shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, _multi(spec))
     if c.is_backward:
         return _backward_kernel(c.dtype, *shape)
-    return _forward_kernel(c.dtype, c.variant, *shape)
+    return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch)
 
 
 # --------------------------------------------------------------------------------------------
