@@ -275,6 +275,16 @@ def test_block_kernel_cross_warp_reductions(variant):
     assert_close(dx, dexp, "fp32", scale=4, what="dx")
 
 
+def test_spill_fallbacks():
+    """Where a measured cap or pipeline makes the Numba kernel spill, the builds tried next."""
+    sm = _sm()
+    cfg = registry.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 8, 16, "scaled", 3)
+    assert sm._fallbacks(cfg) == [(3, False), (1, False)]
+    piped = dataclasses.replace(cfg, prefetch=True)
+    assert sm._fallbacks(piped) == [(3, True), (1, True), (1, False)]
+    assert sm._fallbacks(dataclasses.replace(cfg, min_ctas_per_sm=1)) == [(1, False)]
+
+
 @sim_only
 def test_misaligned_pointer_is_rejected():
     sm = _sm()

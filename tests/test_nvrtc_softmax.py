@@ -123,13 +123,14 @@ def _frame_limit(spec: SoftmaxSpec) -> int:
     512-thread CTAs an SM (seen: masked fp32 8192). Misaligned rows (one element a vector) of the
     longest entries hold 32-64 elements a thread in as many registers plus an address each and
     spill up to ~100 bytes (backward of 2048/16384); they are the slow fallback anyway.
-    Measured entries with a register cap or the pipeline may spill a little (up to 48 bytes at
-    full width): the sweep (runs 28, 31) timed them faster than the uncapped kernels anyway.
+    Measured entries may spill a little (up to 128 bytes: 64 elements a thread at 32768 keys,
+    or a register cap or the pipeline): the sweeps (runs 28, 31) timed them faster than every
+    shape that does not.
     """
     c = spec.config
     full = spec.num_elts == c.num_elts
-    if full and c.origin == "measured" and (c.min_ctas_per_sm > 1 or c.prefetch):
-        return 64
+    if full and c.origin == "measured":
+        return 160
     if full or spec.num_elts * spec.ldgs < 32:
         return 8
     return 160

@@ -230,3 +230,20 @@ def test_agrees_with_nvrtc(monkeypatch, dtype, sk):
     fb = (b.view(ref.NP[dtype]) if dtype == "bf16" else b).astype(np.float64)
     n = 1.0 / np.maximum(fb.max(-1, keepdims=True), 1e-30)
     _check(fa, fb, dtype, n, "numba vs nvrtc")
+
+
+@pytest.mark.parametrize(
+    "op, variant, dtype, cols",
+    [
+        ("softmax_bwd", "scaled", "fp16", 16384),  # 1024 threads capped at 32 registers
+        ("softmax_fwd", "upper_triang", "bf16", 16384),  # capped at 80 registers
+        ("softmax_fwd", "upper_triang", "bf16", 8192),  # capped and pipelined
+    ],
+)
+def test_capped_entries_do_not_spill(op, variant, dtype, cols):
+    """Measured caps and pipelines that make NVVM's code spill fall back to builds that fit."""
+    cfg = registry.select_softmax(op, variant, dtype, cols)
+    assert cfg.min_ctas_per_sm > 1 or cfg.prefetch
+    spec = planner.softmax_spec(cfg, cols, cfg.num_elts, LIMITS)
+    compiled = sm.compile_backward(spec) if cfg.is_backward else sm.compile_forward(spec)
+    assert compiled.kernel.local_bytes == 0

@@ -21,6 +21,7 @@ shared-memory-emulated warp shuffles (see ``_rowops``); the planner gives one CT
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
@@ -512,13 +513,47 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
     cc = tuple(cuda.get_current_device().compute_capability)
     key = ("softmax", spec.kernel_key, _multi(spec), str(_signature(spec)), bounds)
 
-    def make() -> Any:
-        return cuda.jit(_signature(spec), launch_bounds=bounds)(_pyfunc(spec))
-
     def build() -> _Compiled:
-        return _Compiled(None, _cubin.load(key, make, cc), threads)
+        return _Compiled(None, _load_fitting(spec, cc), threads)
 
     return _cached(key + (cc,), build)
+
+
+def _fallbacks(config: Any) -> list[tuple[int, bool]]:
+    """(min CTAs an SM, prefetch) to build in turn: the configuration's, then without its
+    register cap, then without the pipeline as well."""
+    out = [(config.min_ctas_per_sm, config.prefetch)]
+    if config.min_ctas_per_sm > 1:
+        out.append((1, config.prefetch))
+    if config.prefetch:
+        out.append((1, False))
+    return out
+
+
+def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
+    """The kernel of ``spec`` for the current device, where it keeps its values in registers.
+
+    The measured table's register caps and pipelines were timed on NVRTC's kernels; NVVM
+    allocates registers differently, and where a cap or the pipeline makes this backend's
+    kernel spill (local memory: e.g. the fp16 backward at 16384 keys, 1024 threads capped at 32
+    registers: 0.41x NVRTC in run 32), the next build of :func:`_fallbacks` runs instead. Each
+    build is cached on disk like any kernel; the grid follows the occupancy of the one kept.
+    """
+    variants = _fallbacks(spec.config)
+    for i, (mc, pf) in enumerate(variants):
+        s = dataclasses.replace(
+            spec, config=dataclasses.replace(spec.config, min_ctas_per_sm=mc, prefetch=pf)
+        )
+        bounds = (s.threads, mc)
+        key = ("softmax", s.kernel_key, _multi(s), str(_signature(s)), bounds)
+
+        def make(s: SoftmaxSpec = s, bounds: tuple[int, int] = bounds) -> Any:
+            return cuda.jit(_signature(s), launch_bounds=bounds)(_pyfunc(s))
+
+        kernel = _cubin.load(key, make, cc)
+        if not kernel.local_bytes or i == len(variants) - 1:
+            return kernel
+    raise AssertionError("unreachable")
 
 
 def compile_forward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
