@@ -240,10 +240,11 @@ def test_agrees_with_nvrtc(monkeypatch, dtype, sk):
         ("softmax_fwd", "upper_triang", "bf16", 8192),  # capped and pipelined
     ],
 )
-def test_capped_entries_do_not_spill(op, variant, dtype, cols):
-    """Measured caps and pipelines that make NVVM's code spill fall back to builds that fit."""
+def test_capped_entries_do_not_spill_much(op, variant, dtype, cols):
+    """Measured caps and pipelines that make NVVM's code spill heavily fall back to builds that
+    spill at most ``SPILL_LIMIT`` bytes (or to the uncapped, unpipelined build)."""
     cfg = registry.select_softmax(op, variant, dtype, cols)
     assert cfg.min_ctas_per_sm > 1 or cfg.prefetch
     spec = planner.softmax_spec(cfg, cols, cfg.num_elts, LIMITS)
     compiled = sm.compile_backward(spec) if cfg.is_backward else sm.compile_forward(spec)
-    assert compiled.kernel.local_bytes == 0
+    assert compiled.kernel.local_bytes <= sm.SPILL_LIMIT

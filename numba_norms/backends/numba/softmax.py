@@ -39,6 +39,7 @@ from ._norms import _memset_barrier  # shared host helper
 __all__ = [
     "launchers",
     "SIM_OCCUPANCY",
+    "SPILL_LIMIT",
     "backward",
     "compile_backward",
     "compile_forward",
@@ -519,6 +520,15 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
     return _cached(key + (cc,), build)
 
 
+# Local memory (bytes a thread) a capped or pipelined Numba kernel may use before the next build
+# of _fallbacks replaces it. Runs 32/33 (H200, bf16/fp16, uncapped build timed against the capped
+# one): spills of 52-120 bytes were faster kept (forward 16384 keys 2964 vs 2167 GB/s, masked
+# 2816 vs 1962, upper-triangular 8192 3168 vs 1912); 248+ bytes faster replaced (causal 32768
+# keys 2142 vs 2751, upper-triangular 16384 2143 vs 2395, the fp16 backward at 16384 with 1024
+# threads capped at 32 registers 1690 vs 3686).
+SPILL_LIMIT = 128
+
+
 def _fallbacks(config: Any) -> list[tuple[int, bool]]:
     """(min CTAs an SM, prefetch) to build in turn: the configuration's, then without its
     register cap, then without the pipeline as well."""
@@ -531,13 +541,13 @@ def _fallbacks(config: Any) -> list[tuple[int, bool]]:
 
 
 def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
-    """The kernel of ``spec`` for the current device, where it keeps its values in registers.
+    """The kernel of ``spec`` for the current device, without heavy spilling.
 
     The measured table's register caps and pipelines were timed on NVRTC's kernels; NVVM
-    allocates registers differently, and where a cap or the pipeline makes this backend's
-    kernel spill (local memory: e.g. the fp16 backward at 16384 keys, 1024 threads capped at 32
-    registers: 0.41x NVRTC in run 32), the next build of :func:`_fallbacks` runs instead. Each
-    build is cached on disk like any kernel; the grid follows the occupancy of the one kept.
+    allocates registers differently. Where a cap or the pipeline makes this backend's kernel
+    spill more than :data:`SPILL_LIMIT` bytes a thread, the next build of :func:`_fallbacks`
+    runs instead. Each build is cached on disk like any kernel; the grid follows the occupancy
+    of the one kept.
     """
     variants = _fallbacks(spec.config)
     for i, (mc, pf) in enumerate(variants):
@@ -551,7 +561,7 @@ def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
             return cuda.jit(_signature(s), launch_bounds=bounds)(_pyfunc(s))
 
         kernel = _cubin.load(key, make, cc)
-        if not kernel.local_bytes or i == len(variants) - 1:
+        if kernel.local_bytes <= SPILL_LIMIT or i == len(variants) - 1:
             return kernel
     raise AssertionError("unreachable")
 
