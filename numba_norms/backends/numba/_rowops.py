@@ -44,7 +44,9 @@ __all__ = [
     "dot_acc",
     "ex2",
     "exp_sum",
+    "div32",
     "fmaxf",
+    "rem32",
     "inter_cta_barrier",
     "ld_cg2",
     "ld_partial",
@@ -640,6 +642,29 @@ if not SIM:
 
         return types.float32(a, b), codegen
 
+    @intrinsic
+    def div32(typingctx, a, b):
+        """``a // b`` of non-negative ``a``, positive ``b`` in 32 bits (Numba widens int32
+        arithmetic to 64 bits, and a 64-bit division is a ~70-instruction software routine)."""
+
+        def codegen(context, builder, sig, args):
+            va = context.cast(builder, args[0], sig.args[0], types.int32)
+            vb = context.cast(builder, args[1], sig.args[1], types.int32)
+            return builder.sdiv(va, vb)
+
+        return types.int32(a, b), codegen
+
+    @intrinsic
+    def rem32(typingctx, a, b):
+        """``a % b`` of non-negative ``a``, positive ``b`` in 32 bits (see :func:`div32`)."""
+
+        def codegen(context, builder, sig, args):
+            va = context.cast(builder, args[0], sig.args[0], types.int32)
+            vb = context.cast(builder, args[1], sig.args[1], types.int32)
+            return builder.srem(va, vb)
+
+        return types.int32(a, b), codegen
+
     # ---- warp reductions (xor butterfly: every lane ends with the bitwise same value) -------
 
     def _shfl_bfly(builder, v, lane_mask: int):
@@ -996,6 +1021,12 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def rcp(x):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.float32(np.float32(1.0) / np.float32(x))
+
+    def div32(a, b):
+        return np.int32(int(a) // int(b))
+
+    def rem32(a, b):
+        return np.int32(int(a) % int(b))
 
     def fmaxf(a, b):
         a, b = np.float32(a), np.float32(b)

@@ -98,7 +98,7 @@ def _forward_kernel(
     nx_next, nm_next = (nw * ldgs, mw * ldgs) if prefetch else (1, 1)  # the next row's words
     prep, exp_sum, out = ro.softmax_prep(ne, masked), ro.exp_sum(k_elts), ro.softmax_out(ne, causal)
     ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
-    fmaxf = ro.fmaxf
+    fmaxf, div32, rem32 = ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any = ro.warp_max, ro.warp_sum, ro.warp_any
     barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
     multi_warp = wn > 1
@@ -134,13 +134,13 @@ def _forward_kernel(
         col0 = ((cta * wn + warp_n) * 32 + lane) * ne
         col_step = ctas * step
         rows_step = cuda.gridDim.y * wm
-        trips = (rows + rows_step - 1) // rows_step
+        trips = div32(rows + rows_step - 1, rows_step)
         kscale = scale * log2e
         # The row's partial last vector (cols % ne elements) moves element by element, once,
         # outside the unrolled loops (as in NVRTC's kernel).
         tail_n = cols % ne
         tail_col = cols - tail_n
-        tail_mine = tail_n != 0 and tail_col >= col0 and (tail_col - col0) % col_step == 0
+        tail_mine = tail_n != 0 and tail_col >= col0 and rem32(tail_col - col0, col_step) == 0
 
         v = cuda.local.array(k_elts, f32)
         xw = cuda.local.array(nw, u32)
@@ -168,7 +168,7 @@ def _forward_kernel(
             llim = cols if lrow < rows and loading else 0
             qi = 0
             if var != 0:
-                qi = lrow % sq
+                qi = rem32(lrow, sq)
             if var == 2:
                 llim = min(llim, qi + 1)
             if var == 3:
@@ -176,7 +176,7 @@ def _forward_kernel(
             xr = row_ptr(x, lrow * x_stride)
             mr = mask
             if masked:
-                mrow = (0 if mask_batch == 1 else lrow // (heads * sq)) * sq + qi
+                mrow = (0 if mask_batch == 1 else div32(lrow, heads * sq)) * sq + qi
                 mr = row_ptr(mask, mrow * mask_stride)
             tail_n_here = tail_n if tail_mine and tail_col < llim else 0
             ld_part(tw, xr, tail_col, tail_n_here)
