@@ -38,6 +38,7 @@ sys.path.insert(0, HERE)
 import torch
 from _bench_cases import norm_bwd_bytes, norm_fwd_bytes
 from _bench_torch import copy_ceiling, time_calls
+from _tune_common import compile_ahead
 
 import numba_norms as nn
 import rtc
@@ -291,15 +292,15 @@ def run(args) -> int:
             dispatch._plan_cache.clear()
 
     def prefetch(cfgs, cols):
-        specs = []
-        for c in cfgs:
-            try:
-                # general candidates are compiled for the odd row length they are timed on
-                n = c.hidden_size if c.kind == "tuned" else cols
-                specs.append(planner.norm_spec(c, n, c.num_elts, limits))
-            except planner.PlanError:
-                pass
-        list(pool.map(lambda s: _norms.compile_spec(s, arch), specs))
+        # general candidates are compiled for the odd row length they are timed on
+        compile_ahead(
+            pool,
+            cfgs,
+            lambda c: planner.norm_spec(
+                c, c.hidden_size if c.kind == "tuned" else cols, c.num_elts, limits
+            ),
+            lambda s: _norms.compile_spec(s, arch),
+        )
 
     for combo in args.dtypes:
         weight, inp, outp = COMBOS[combo]

@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from _bench_cases import Case, sets_needed, softmax_dims
+from _tune_common import compile_ahead
 
 import rtc
 from numba_norms import dispatch, planner, registry
@@ -207,13 +208,12 @@ def run(args) -> int:
             dispatch._plan_cache.clear()
 
     def prefetch(cfgs, cols):
-        specs = []
-        for c in cfgs:
-            try:
-                specs.append(planner.softmax_spec(c, cols, c.num_elts, limits))
-            except planner.PlanError:
-                pass
-        list(pool.map(lambda s: nv_softmax.compile_spec(s, arch), specs))
+        compile_ahead(
+            pool,
+            cfgs,
+            lambda c: planner.softmax_spec(c, cols, c.num_elts, limits),
+            lambda s: nv_softmax.compile_spec(s, arch),
+        )
 
     os.environ.pop("DISABLE_NVRTC", None)
     for dtype in args.dtypes:
