@@ -158,10 +158,6 @@ __device__ __forceinline__ float* stats_row(float* stats, int trip, int warp_m) 
   return stats + ((((trip & 1) * gridDim.y + blockIdx.y) * WARPS_M + warp_m) * gridDim.x) * 2;
 }
 
-}  // namespace nnsm
-
-namespace nnsm {
-
 // One thread's slice of a forward row as loaded (storage type, mask bytes), and the row's
 // column limit: columns [0, lim) are read, later ones are excluded (causal) or past the end.
 template <typename T, int N, int LDGS, int VARIANT>
@@ -238,7 +234,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const int trips = (rows - 1) / rows_step + 1;  // rows >= 1; no overflow near INT_MAX
   const float k = scale * kLog2e;
   const Tail tail(cols, N, col0, col_step);
-  const auto row_of = [&](int trip) { return (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m; };
+  const auto row_of = [&](int trip) {
+    return (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
+  };
 
   // Two exchanges a trip through separate arrays: a warp can only rewrite one after every warp
   // has passed the other's barrier, i.e. has finished reading it.
