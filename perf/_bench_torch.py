@@ -382,8 +382,13 @@ def compare(case: Case, got: dict[str, torch.Tensor], ref: dict[str, torch.Tenso
             continue
         denom = float(torch.linalg.vector_norm(r)) or 1.0
         err = float(torch.linalg.vector_norm(af - r)) / denom
+        if a.dtype != torch.float32:
+            # What storing the exact answer in the output's dtype costs already: a few bits when
+            # the values are (fp16-)subnormal, e.g. the softmax backward's dx at 131072 keys.
+            floor = float(torch.linalg.vector_norm(r.to(a.dtype).float() - r)) / denom
+            tol += 2 * floor
         if not err <= tol:
-            bad.append(f"{name}: rel err {err:.2e} > {tol:.0e}")
+            bad.append(f"{name}: rel err {err:.2e} > {tol:.1e}")
     return "; ".join(bad)
 
 
