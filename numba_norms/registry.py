@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
+from typing import TypeVar
 
 __all__ = [
     "DTYPE_SIZES",
@@ -353,7 +354,10 @@ def norm_configs(include_fp8: bool = False) -> tuple[NormConfig, ...]:
     return tuple(entries)
 
 
-def _replace(cfg: NormConfig, **changes) -> NormConfig:
+_Config = TypeVar("_Config", "NormConfig", "SoftmaxConfig")
+
+
+def _replace(cfg: _Config, **changes) -> _Config:
     from dataclasses import replace
 
     return replace(cfg, **changes)
@@ -744,9 +748,9 @@ def softmax_configs(measured: bool = True) -> tuple[SoftmaxConfig, ...]:
 
 @functools.cache
 def _softmax_index() -> dict:
-    index: dict[tuple[str, str, str, bool], list[SoftmaxConfig]] = {}
+    index: dict[tuple[str, str, str, str], list[SoftmaxConfig]] = {}
     for cfg in softmax_configs():
-        index.setdefault((cfg.op, cfg.variant, cfg.dtype, bool(cfg.keys)), []).append(cfg)
+        index.setdefault((cfg.op, cfg.variant, cfg.dtype, cfg.origin), []).append(cfg)
     for entries in index.values():
         entries.sort(key=lambda c: (c.keys, c.max_cols))
     return index
@@ -766,13 +770,13 @@ def select_softmax(
         variant = "scaled"
     index = _softmax_index()
     if measured:
-        tuned = index.get((op, variant, dtype, True))
+        tuned = index.get((op, variant, dtype, "measured"))
         if tuned and 2 * cols > tuned[0].keys:
             for cfg in tuned:
                 if cfg.keys >= cols:
                     return cfg
             return tuned[-1]
-    candidates = index.get((op, variant, dtype, False))
+    candidates = index.get((op, variant, dtype, "default"))
     if not candidates:
         raise UnsupportedError(
             f"{op}: dtype {dtype!r} is not supported; expected one of {SOFTMAX_DTYPES}"

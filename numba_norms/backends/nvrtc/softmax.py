@@ -4,12 +4,11 @@ A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
 ``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>`` or
 ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
-the cache key). Specs with one
-CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA exchange: faster to compile),
-others with the full kernel. Loaded kernels are cached per ``(spec.kernel_key, several CTAs a
-row, device)`` and launch records (an :class:`rtc.Launcher`) per plan object, so a call costs
-a dict lookup, a few attribute reads and one launcher call (plus a barrier memset when a row
-spans several CTAs).
+the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
+exchange: faster to compile), others with the full kernel. Loaded kernels are cached per
+``(spec.kernel_key, several CTAs a row, device)`` and launch records (an :class:`rtc.Launcher`)
+per plan object, so a call costs a dict lookup, a few attribute reads and one launcher call
+(plus a barrier memset when a row spans several CTAs).
 """
 
 from __future__ import annotations
