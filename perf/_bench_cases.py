@@ -145,11 +145,13 @@ def softmax_bwd_bytes(rows: int, cols: int, size: int) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def softmax_dims(op: str, sk: int) -> tuple[int, int, int, str] | None:
+def softmax_dims(op: str, sk: int, heads_first: bool = False) -> tuple[int, int, int, str] | None:
     """(b, h, sq, note) of the softmax problem with ``sk`` keys, or None if it is too large.
 
     ``upper_triang`` is square (``sq == sk``) at every length; the other variants are square up
-    to :data:`SQUARE_MAX_SK` keys and use fewer query rows beyond.
+    to :data:`SQUARE_MAX_SK` keys and use fewer query rows beyond. Where ``b * h`` must shrink,
+    the batch is kept (``b = 4``) and heads go, unless ``heads_first`` (then ``b`` goes first:
+    the masked forward's mask ``[b, 1, sq, sk]`` is shared by more heads).
     """
     square = op.startswith("upper_triang") or sk <= SQUARE_MAX_SK
     sq = sk if square else max(1, SOFTMAX_ELEMS // sk)
@@ -157,8 +159,12 @@ def softmax_dims(op: str, sk: int) -> tuple[int, int, int, str] | None:
     bh = max(1, min(full_bh, SOFTMAX_ELEMS // (sq * sk)))
     if bh * sq * sk > SOFTMAX_MAX_ELEMS:
         return None
-    b = min(SOFTMAX_B, bh)
-    h = bh // b
+    if heads_first:
+        h = min(SOFTMAX_H, bh)
+        b = bh // h
+    else:
+        b = min(SOFTMAX_B, bh)
+        h = bh // b
     notes = []
     if b * h != full_bh:
         notes.append(f"b*h reduced to {b * h} (from {full_bh})")
@@ -267,6 +273,7 @@ def build_cases(
     dtypes: Sequence[str],
     sizes: Sequence[int] | None = None,
     norm_rows: int = NORM_ROWS,
+    heads_first: bool = False,
 ) -> tuple[list[Case], list[str]]:
     """The cases of a run, and notes on the problems left out.
 
@@ -286,7 +293,7 @@ def build_cases(
                 if norm:
                     case = Case(op, dtype, norm_rows, n)
                 else:
-                    dims = softmax_dims(op, n)
+                    dims = softmax_dims(op, n, heads_first)
                     if dims is None:
                         skipped.append(f"{op} {dtype} sk={n}: square problem too large")
                         continue

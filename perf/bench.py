@@ -120,6 +120,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sizes", help="comma list of hidden sizes / key lengths, replacing the set's")
     p.add_argument("--rows", type=int, default=NORM_ROWS, help="rows of the norm problems")
     p.add_argument(
+        "--heads-first",
+        action="store_true",
+        help="softmax: where b*h must shrink, keep heads (h <= 32) rather than the batch (b = 4)",
+    )
+    p.add_argument(
         "--time-budget",
         type=float,
         help="seconds for the whole run; no new throughput measurement starts after "
@@ -692,7 +697,7 @@ def list_cases(args: argparse.Namespace, cases: list[Case], skipped: list[str]) 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases, skipped = build_cases(
-        args.shape_set, args.op_list, args.dtype_list, args.size_list, args.rows
+        args.shape_set, args.op_list, args.dtype_list, args.size_list, args.rows, args.heads_first
     )
     if args.list:
         list_cases(args, cases, skipped)

@@ -142,7 +142,7 @@ def run_backward(dtype, rows, sk, *, pitch=None, scale=0.7, cfg=None, seed=1):
 # (b, h, sq) per variant: odd sizes; aligned causal with sk < sq for some rows keeping nothing.
 SHAPES = {
     "scaled": (1, 3, 5),
-    "masked": (3, 1, 3),
+    "masked": (2, 3, 3),  # several heads: rows run heads fastest
     "upper_triang": (1, 1, 7),
     "aligned_causal": (1, 1, 9),
 }
@@ -279,9 +279,9 @@ def test_spill_fallbacks():
     """Where a measured cap or pipeline makes the Numba kernel spill, the builds tried next."""
     sm = _sm()
     cfg = registry.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 8, 16, "scaled", 3)
-    assert sm._fallbacks(cfg) == [(3, False), (1, False)]
+    assert sm._fallbacks(cfg) == [(3, False), (2, False), (1, False)]
     piped = dataclasses.replace(cfg, prefetch=True)
-    assert sm._fallbacks(piped) == [(3, True), (1, True), (1, False)]
+    assert sm._fallbacks(piped) == [(3, True), (2, True), (1, True), (1, False)]
     assert sm._fallbacks(dataclasses.replace(cfg, min_ctas_per_sm=1)) == [(1, False)]
 
 

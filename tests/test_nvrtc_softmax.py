@@ -512,7 +512,8 @@ def test_emulated_forward(emu_dir, case):
     mask = None
     if variant == "masked":
         mask = (rng.random((mb * sq, pitch)) < 0.3).astype(np.uint8)
-        mask[0] = 1  # a fully masked row
+        mask[0, :cols] = 1  # a fully masked row; its padding (never read) unmasked
+        mask[0, cols:] = 0
         mask[min(2, len(mask) - 1), : cols // 2] = 7  # nonzero means masked
     fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
     y = np.full((rows, pitch), fill, _EMU_BITS[dtype])

@@ -51,6 +51,7 @@ __all__ = [
     "ld_partial",
     "ld_volatile_i32",
     "ld_words",
+    "mask_from",
     "pack",
     "rcp",
     "rem32",
@@ -72,6 +73,8 @@ SIM: bool = bool(config.ENABLE_CUDASIM)
 
 _SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "uint8": 1}
 _LOG2E = np.float32(1.4426950408889634)
+_ONES = 0x01010101  # four mask bytes, each masked
+_HIGH = 0x80808080
 # TE gives masked positions the score -10000 after scaling; in the log2 domain (as NVRTC's).
 MASKED_SCORE = np.float32(np.float32(-10000.0) * _LOG2E)
 
@@ -400,14 +403,48 @@ if not SIM:
     # ---- softmax element steps (one vector or one row part per call) ----------------------
 
     @functools.cache
+    def mask_from(ne: int):
+        """``mask_from(w, n)``: bytes ``j >= n`` (``0 <= n < ne``) of the ``ne`` mask bytes in words
+        ``w`` set to 1 (masked): columns outside the row (NVRTC's ``MaskBytes::mask_from``)."""
+        nwords = words_per_vector("uint8", ne)
+
+        @intrinsic
+        def _mask_from(typingctx, w, n):
+            def codegen(context, builder, sig, args):
+                wty, nty = sig.args
+                nv = context.cast(builder, args[1], nty, types.int32)
+                for q in range(nwords):
+                    k = builder.sub(nv, _c32(4 * q))  # this word's bytes inside the row
+                    part = builder.shl(_c32(_ONES), builder.and_(builder.shl(k, _c32(3)), _c32(31)))
+                    low = builder.icmp_signed("<", k, _c32(4))
+                    fill = builder.select(
+                        builder.icmp_signed("<=", k, _c32(0)),
+                        _c32(_ONES),
+                        builder.select(low, part, _c32(0)),
+                    )
+                    p = _ptr(context, builder, wty, args[0], types.int64, _ZERO64, q)
+                    builder.store(builder.or_(builder.load(p), fill), p)
+                return context.get_dummy_value()
+
+            return types.void(w, n), codegen
+
+        return _mask_from
+
+    @functools.cache
     def softmax_prep(ne: int, masked: bool):
         """``softmax_prep(v, k, mb, n_in, kscale, m, keep) -> (m, keep)``: one vector of scores.
 
         For ``j < ne``: ``t = v[k+j] * kscale``; masked variant: a nonzero mask byte ``j`` of
-        words ``mb`` gives ``t = MASKED_SCORE`` (else the column counts as kept when inside);
-        columns ``j >= n_in`` get ``-inf``; ``m = fmaxf(m, t)`` in order.
+        words ``mb`` gives ``t = MASKED_SCORE``; columns ``j >= n_in`` get ``-inf``;
+        ``m = fmaxf(m, t)`` in order. ``keep`` becomes 1 if a byte of ``mb`` is zero (columns
+        outside the row must read as masked, see ``mask_from``): tested a word at a time, as a
+        per-column test took two predicates a column that ptxas packed into register bits.
         """
         ret = types.Tuple((types.float32, types.int32))
+        nwords = words_per_vector("uint8", ne)
+        # (w - 0x01..) & ~w & 0x80.. is nonzero iff a byte of w is zero; borrows run upwards
+        # only, so for ne < 4 the (zero) bytes above ne are cut off afterwards
+        high = _HIGH & ((1 << (8 * ne)) - 1 if ne < 4 else 0xFFFFFFFF)
 
         @intrinsic
         def _prep(typingctx, v, k, mb, n_in, kscale, m, keep):
@@ -420,22 +457,32 @@ if not SIM:
                 kp = context.cast(builder, args[6], kpty, types.int32)
                 neg_inf = ir.Constant(_F32, float("-inf"))
                 score = ir.Constant(_F32, float(MASKED_SCORE))
+                words = []
+                if masked:
+                    words = [
+                        builder.load(_ptr(context, builder, mty, args[2], types.int64, _ZERO64, q))
+                        for q in range(nwords)
+                    ]
                 for j in range(ne):
                     p = _ptr(context, builder, vty, args[0], kty, args[1], j)
                     t = builder.fmul(builder.load(p), ks)
                     inside = builder.icmp_signed(">", n, _c32(j))
                     if masked:
-                        w = builder.load(
-                            _ptr(context, builder, mty, args[2], types.int64, _ZERO64, j // 4)
+                        byte = builder.and_(
+                            builder.lshr(words[j // 4], _c32(8 * (j % 4))), _c32(0xFF)
                         )
-                        byte = builder.and_(builder.lshr(w, _c32(8 * (j % 4))), _c32(0xFF))
-                        msk = builder.icmp_unsigned("!=", byte, _c32(0))
-                        t = builder.select(msk, score, t)
-                        kept = builder.and_(inside, builder.not_(msk))
-                        kp = builder.or_(kp, builder.zext(kept, _I32))
+                        t = builder.select(builder.icmp_unsigned("!=", byte, _c32(0)), score, t)
                     t = builder.select(inside, t, neg_inf)
                     builder.store(t, p)
                     mx = _fmax(builder, mx, t)
+                if masked:
+                    z = _c32(0)
+                    for w in words:
+                        zw = builder.and_(builder.sub(w, _c32(_ONES)), builder.not_(w))
+                        z = builder.or_(z, builder.and_(zw, _c32(high)))
+                    kp = builder.or_(
+                        kp, builder.zext(builder.icmp_unsigned("!=", z, _c32(0)), _I32)
+                    )
                 return context.make_tuple(builder, ret, [mx, kp])
 
             return ret(v, k, mb, n_in, kscale, m, keep), codegen
@@ -466,7 +513,10 @@ if not SIM:
 
     @functools.cache
     def softmax_out(ne: int, causal: bool):
-        """``softmax_out(v, k, factor, n_in)``: ``v[k+j] *= factor``; causal: 0 at ``j >= n_in``."""
+        """``softmax_out(v, k, factor, n_in)``: ``v[k+j] *= factor``; causal: a vector wholly
+        past the limit (``n_in <= 0``) is 0 even where the factor is NaN (NVRTC's rule: a
+        per-column test here reused prep's ``j < n_in`` predicates, which ptxas then kept
+        across the reductions packed into register bits, two instructions a column)."""
 
         @intrinsic
         def _out(typingctx, v, k, factor, n_in):
@@ -474,12 +524,12 @@ if not SIM:
                 vty, kty, fty, nty = sig.args
                 fac = _f32(context, builder, fty, args[2])
                 n = context.cast(builder, args[3], nty, types.int32)
+                past = builder.icmp_signed("<=", n, _c32(0))
                 for j in range(ne):
                     p = _ptr(context, builder, vty, args[0], kty, args[1], j)
                     f = builder.fmul(builder.load(p), fac)
-                    if causal:  # exact zeros, even for NaN
-                        inside = builder.icmp_signed(">", n, _c32(j))
-                        f = builder.select(inside, f, ir.Constant(_F32, 0.0))
+                    if causal:
+                        f = builder.select(past, ir.Constant(_F32, 0.0), f)
                     builder.store(f, p)
                 return context.get_dummy_value()
 
@@ -940,19 +990,37 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         return _copy_words
 
     @functools.cache
+    def mask_from(ne: int):
+        nwords = words_per_vector("uint8", ne)
+
+        def _mask_from(w, n):
+            for q in range(nwords):
+                k = n - 4 * q
+                if k <= 0:
+                    w[q] = int(w[q]) | _ONES
+                elif k < 4:
+                    w[q] = int(w[q]) | ((_ONES << (8 * k)) & 0xFFFFFFFF)
+
+        return _mask_from
+
+    @functools.cache
     def softmax_prep(ne: int, masked: bool):
+        nwords = words_per_vector("uint8", ne)
+        high = _HIGH & ((1 << (8 * ne)) - 1 if ne < 4 else 0xFFFFFFFF)
+
         def _prep(v, k, mb, n_in, kscale, m, keep):
             for j in range(ne):
-                inside = j < n_in
                 t = np.float32(np.float32(v[k + j]) * np.float32(kscale))
-                if masked:
-                    if (int(mb[j // 4]) >> (8 * (j % 4))) & 0xFF:
-                        t = MASKED_SCORE
-                    elif inside:
-                        keep = 1
-                t = t if inside else np.float32(-np.inf)
+                if masked and (int(mb[j // 4]) >> (8 * (j % 4))) & 0xFF:
+                    t = MASKED_SCORE
+                t = t if j < n_in else np.float32(-np.inf)
                 v[k + j] = t
                 m = fmaxf(m, t)
+            if masked:
+                for q in range(nwords):
+                    w = int(mb[q])
+                    if ((w - _ONES) & ~w & high) != 0:
+                        keep = 1
             return m, keep
 
         return _prep
@@ -974,7 +1042,7 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         def _out(v, k, factor, n_in):
             for j in range(ne):
                 f = np.float32(np.float32(v[k + j]) * np.float32(factor))
-                v[k + j] = f if not causal or j < n_in else np.float32(0.0)
+                v[k + j] = np.float32(0.0) if causal and n_in <= 0 else f
 
         return _out
 

@@ -94,6 +94,7 @@ def _forward_kernel(
     ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
     unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
     copy_x, copy_m = ro.copy_words(nw), ro.copy_words(mw)
+    mask_fill = ro.mask_from(ne)
     pre = 1 if prefetch else 0  # trips spent loading before the first row is reduced
     nx_next, nm_next = (nw * ldgs, mw * ldgs) if prefetch else (1, 1)  # the next row's words
     prep, exp_sum, out = ro.softmax_prep(ne, masked), ro.exp_sum(k_elts), ro.softmax_out(ne, causal)
@@ -178,10 +179,18 @@ def _forward_kernel(
             if masked:
                 mrow = (0 if mask_batch == 1 else div32(lrow, heads * sq)) * sq + qi
                 mr = row_ptr(mask, mrow * mask_stride)
+            # The partial last vector behind a branch: as predicated element loads the
+            # addresses and loads of every row cost ~40 instructions even without a tail.
+            # Columns outside the row read as masked (prep tests "unmasked" on whole words); x
+            # there is not read (prep puts -inf at j >= n_in), so tw may keep an older row's.
             tail_n_here = tail_n if tail_mine and tail_col < llim else 0
-            ld_part(tw, xr, tail_col, tail_n_here)
-            if masked:
-                ld_part(tm, mr, tail_col, tail_n_here)
+            if tail_n_here > 0:
+                ld_part(tw, xr, tail_col, tail_n_here)
+                if masked:
+                    ld_part(tm, mr, tail_col, tail_n_here)
+                    mask_fill(tm, tail_n_here)
+            elif masked:
+                mask_fill(tm, 0)
             if prefetch:
                 lim = lim_next
                 lim_next = llim
@@ -341,8 +350,9 @@ def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bo
             dyr = row_ptr(dy, row * dy_stride)
             yr = row_ptr(y, row * y_stride)
             tail_n_here = tail_n if tail_mine and valid else 0
-            ld_part(td, dyr, tail_col, tail_n_here)
-            ld_part(ty, yr, tail_col, tail_n_here)
+            if tail_n_here > 0:  # a branch: see the forward kernel
+                ld_part(td, dyr, tail_col, tail_n_here)
+                ld_part(ty, yr, tail_col, tail_n_here)
 
             dot = f0
             for it in range(ldgs):
@@ -350,7 +360,7 @@ def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bo
                 if c + ne <= lim:
                     ld_v(pd, it * nw, dyr, c)
                     ld_v(py, it * nw, yr, c)
-                elif c == tail_col:  # the partial last vector
+                elif c == tail_col and tail_n_here > 0:  # the partial last vector
                     copy_w(pd, it * nw, td, 0)
                     copy_w(py, it * nw, ty, 0)
                 else:  # past the row's end: zeros (the tail must not count twice)
@@ -530,11 +540,11 @@ SPILL_LIMIT = 128
 
 
 def _fallbacks(config: Any) -> list[tuple[int, bool]]:
-    """(min CTAs an SM, prefetch) to build in turn: the configuration's, then without its
-    register cap, then without the pipeline as well."""
-    out = [(config.min_ctas_per_sm, config.prefetch)]
-    if config.min_ctas_per_sm > 1:
-        out.append((1, config.prefetch))
+    """(min CTAs an SM, prefetch) to build in turn: the configuration's, then its register cap
+    lowered one CTA at a time (the most CTAs an SM that fit: run 39, the upper-triangular
+    16384-key entry capped for 3 spilled 292 B and fell back to 1 CTA an SM), then without
+    the pipeline as well."""
+    out = [(m, config.prefetch) for m in range(config.min_ctas_per_sm, 0, -1)]
     if config.prefetch:
         out.append((1, False))
     return out
