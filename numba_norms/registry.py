@@ -616,7 +616,9 @@ class SoftmaxConfig:
     The backward kernel is the same for every variant (masked positions have y == 0).
     ``min_ctas_per_sm`` is the kernel's ``__launch_bounds__`` minimum (a register cap).
     ``keys`` is 0 for the default table and, for entries of ``data/measured_softmax.json``, the
-    key length the sweep timed them at (the entry serves rows up to that length).
+    key length the sweep timed them at (the entry serves rows up to that length). ``prefetch``
+    is the software pipeline: the next row is loaded before this row's reductions (the Numba
+    backward builds without it).
     """
 
     op: str
@@ -656,8 +658,6 @@ class SoftmaxConfig:
             raise ValueError(
                 f"max_cols {self.max_cols} is not a multiple of warps_n * 32 * {self.num_elts}"
             )
-        if self.prefetch and self.op != "softmax_fwd":
-            raise ValueError("prefetch (the software pipeline) exists for softmax_fwd only")
         if not 1 <= self.min_ctas_per_sm or self.threads * self.min_ctas_per_sm > (
             MAX_THREADS_PER_SM
         ):

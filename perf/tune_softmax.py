@@ -5,9 +5,9 @@ For each op, dtype and key length this times the registry's current choice (the 
 every shape that holds a row in registers with 16-byte vectors: warp entries (one warp a row,
 ``warps_m`` rows a CTA) up to 2048 keys, block entries (``warps_n`` warps a row, over 1-16 CTAs)
 from 1024 keys, at most ``--max-elts`` elements a thread; then the best ``--top`` shapes under
-register caps (``__launch_bounds__`` min CTAs per SM) and, for the forward, with the software
-pipeline (``prefetch``). Problems are the benchmark's (``perf/_bench_cases.py``: b=4, h=32,
-sq=sk, at most 2^27 elements), so are the byte counts.
+register caps (``__launch_bounds__`` min CTAs per SM) and with the software pipeline
+(``prefetch``; the backward's since session 7). Problems are the benchmark's
+(``perf/_bench_cases.py``: b=4, h=32, sq=sk, at most 2^27 elements), so are the byte counts.
 Every candidate's output is checked against an fp32 torch reference before it may win.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
@@ -243,7 +243,7 @@ def run(args) -> int:
                 for label in ("shape", "capped"):
                     if label == "capped":
                         top = sorted(results, key=lambda r: r[0])[: args.top]
-                        pipelines = (False, True) if op == "softmax_fwd" else (False,)
+                        pipelines = (False, True)
                         stage = [
                             dataclasses.replace(c, min_ctas_per_sm=m, prefetch=pf)
                             for _, c, _ in top

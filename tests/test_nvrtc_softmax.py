@@ -171,7 +171,9 @@ def test_kernel_names():
     fwd = softmax_spec(cfgs["softmax_fwd", "masked", "bf16", 4096], 4096, 8, H200)
     assert nv_softmax.kernel_name(fwd) == "softmax_fwd<nn::bf16, 1, 8, 8, 2, 1, 1, false>"
     bwd = softmax_spec(cfgs["softmax_bwd", "scaled", "fp32", 128], 100, 1, H200)
-    assert nv_softmax.kernel_name(bwd) == "softmax_bwd<float, 4, 1, 1, 4, 1>"
+    assert nv_softmax.kernel_name(bwd) == "softmax_bwd<float, 4, 1, 1, 4, 1, false>"
+    piped = dataclasses.replace(bwd, config=dataclasses.replace(bwd.config, prefetch=True))
+    assert nv_softmax.kernel_name(piped) == "softmax_bwd<float, 4, 1, 1, 4, 1, true>"
     causal = softmax_spec(cfgs["softmax_fwd", "aligned_causal", "fp16", 16384], 40000, 8, H200)
     assert causal.ctas_per_row == 3
     assert nv_softmax.kernel_name(causal) == "softmax_fwd<nn::fp16, 1, 16, 8, 4, 3, 1, false>"
@@ -537,22 +539,29 @@ def test_emulated_forward(emu_dir, case):
     assert np.all(y[:, cols:] == fill), "padding written"
 
 
+# (dtype, (warps_m, warps_n, num_elts, ldgs), rows, cols, pitch, grid, prefetch)
 _EMU_BWD = [
-    ("bf16", (4, 1, 8, 4), 13, 1000, 1000, (1, 2)),
-    ("fp16", (4, 1, 8, 1), 9, 600, 608, (3, 2)),  # 3 CTAs a row, partial last vector
-    ("fp32", (1, 2, 4, 2), 7, 1101, 1104, (3, 2)),
-    ("bf16", (4, 1, 1, 1), 5, 7, 7, (1, 2)),
-    ("fp32", (1, 16, 1, 16), 3, 4097, 4097, (1, 1)),  # 512 threads, 3 trips (smem reuse)
+    ("bf16", (4, 1, 8, 4), 13, 1000, 1000, (1, 2), False),
+    ("fp16", (4, 1, 8, 1), 9, 600, 608, (3, 2), False),  # 3 CTAs a row, partial last vector
+    ("fp32", (1, 2, 4, 2), 7, 1101, 1104, (3, 2), False),
+    ("bf16", (4, 1, 1, 1), 5, 7, 7, (1, 2), False),
+    ("fp32", (1, 16, 1, 16), 3, 4097, 4097, (1, 1), False),  # 512 threads, 3 trips (smem reuse)
+    ("bf16", (4, 1, 8, 4), 29, 1000, 1000, (1, 2), True),  # pipelined, 4 trips a CTA
+    ("fp16", (1, 2, 8, 1), 11, 601, 608, (3, 2), True),  # pipelined, 3 CTAs a row, tail
+    ("fp32", (1, 16, 1, 16), 5, 4097, 4097, (1, 1), True),  # pipelined, 512 threads, 5 trips
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "case", _EMU_BWD, ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}x{c[3]}p{c[4]}"
+    "case",
+    _EMU_BWD,
+    ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}x{c[3]}p{c[4]}{'-pf' if c[6] else ''}",
 )
 def test_emulated_backward(emu_dir, case):
-    dtype, (wm, wn, n, ldgs), rows, cols, pitch, grid = case
-    expr = f"softmax_bwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, 1>"
+    dtype, (wm, wn, n, ldgs), rows, cols, pitch, grid, prefetch = case
+    pf = "true" if prefetch else "false"
+    expr = f"softmax_bwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, 1, {pf}>"
     rng = np.random.default_rng(cols)
     p = rng.random((rows, pitch)) ** 4
     p /= p[:, :cols].sum(1, keepdims=True)

@@ -407,9 +407,54 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   }
 }
 
+namespace nnsm {
+
+// One thread's slice of a backward row as loaded: dy and y as raw packs (half the registers of
+// fp32 for 16-bit types; converting twice is cheaper than the occupancy it would cost), the
+// partial last vector substituted, zeros past the row's end (they must not count twice).
+template <typename T, int N, int LDGS>
+struct BwdSlice {
+  nn::Pack<T, N> pd[LDGS], py[LDGS];
+
+  __device__ __forceinline__ void load(const T* dy, const T* y, int row, int rows, int cols,
+                                       long long dy_stride, long long y_stride, int col0,
+                                       int col_step, const Tail& tail) {
+    const bool valid = row < rows;
+    const int lim = valid ? cols : 0;
+    const T* dyr = dy + row * dy_stride;
+    const T* yr = y + row * y_stride;
+    nn::Pack<T, N> dt, yt;  // the partial last vectors, or zeros
+    clear(dt.w);
+    clear(yt.w);
+    if (tail.mine && valid) {
+      load_partial<sizeof(T), N>(dt.w, dyr + tail.col, tail.n);
+      load_partial<sizeof(T), N>(yt.w, yr + tail.col, tail.n);
+    }
+#pragma unroll
+    for (int it = 0; it < LDGS; ++it) {
+      const int c = col0 + it * col_step;
+      if (c + N <= lim) {
+        pd[it].load(dyr + c);
+        py[it].load(yr + c);
+      } else {
+        const bool t = c == tail.col;
+#pragma unroll
+        for (int i = 0; i < nn::Pack<T, N>::WORDS; ++i) {
+          pd[it].w[i] = t ? dt.w[i] : 0u;
+          py[it].w[i] = t ? yt.w[i] : 0u;
+        }
+      }
+    }
+  }
+};
+
+}  // namespace nnsm
+
 // dx = scale * y * (dy - sum_j dy_j * y_j); the same kernel serves every variant (excluded and
-// masked positions have y == 0).
-template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int MIN_CTAS>
+// masked positions have y == 0). PREFETCH: the next row's dy and y are loaded before this row's
+// reduction (software pipeline, as the forward's).
+template <typename T, int WARPS_M, int WARPS_N, int NUM_ELTS, int LDGS, int MIN_CTAS,
+          bool PREFETCH>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     softmax_bwd(const T* dy, const T* y, T* dx, int rows, int cols, long long dy_stride,
                 long long y_stride, long long dx_stride, float scale, float* stats,
@@ -428,47 +473,34 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const int rows_step = gridDim.y * WARPS_M;
   const int trips = (rows - 1) / rows_step + 1;  // rows >= 1; no overflow near INT_MAX
   const Tail tail(cols, N, col0, col_step);
+  const auto row_of = [&](int trip) {
+    return (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
+  };
 
   // Double-buffered by trip parity: one barrier a trip, and a warp that runs ahead into the
   // next trip must not overwrite partials that slower warps are still reading.
   __shared__ float s_sum[2][WARPS_M][WARPS_N];
 
+  BwdSlice<T, N, LDGS> cur;
+  const auto load = [&](int row) {
+    cur.load(dy, y, row, rows, cols, dy_stride, y_stride, col0, col_step, tail);
+  };
+  if constexpr (PREFETCH) load(row_of(0));
   for (int trip = 0; trip < trips; ++trip) {
-    const int row = (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
+    const int row = row_of(trip);
     const bool valid = row < rows;
-    const int lim = valid ? cols : 0;
-    const T* dyr = dy + row * dy_stride;
-    const T* yr = y + row * y_stride;
-    nn::Pack<T, N> dt, yt;  // the partial last vectors, or zeros
-    clear(dt.w);
-    clear(yt.w);
-    if (tail.mine && valid) {
-      load_partial<sizeof(T), N>(dt.w, dyr + tail.col, tail.n);
-      load_partial<sizeof(T), N>(yt.w, yr + tail.col, tail.n);
+    if constexpr (!PREFETCH) load(row);
+    const BwdSlice<T, N, LDGS> now = cur;  // with PREFETCH `cur` takes the next row
+    if constexpr (PREFETCH) {
+      if (trip + 1 < trips) load(row_of(trip + 1));
     }
 
-    // The row stays in registers as raw packs (half the registers of fp32 for 16-bit types);
-    // converting twice is cheaper than the occupancy it would cost. Zero packs add nothing.
-    nn::Pack<T, N> pd[LDGS], py[LDGS];
     float dot = 0.f;
 #pragma unroll
     for (int it = 0; it < LDGS; ++it) {
-      const int c = col0 + it * col_step;
-      if (c + N <= lim) {
-        pd[it].load(dyr + c);
-        py[it].load(yr + c);
-      } else {
-        // The tail vector, or zeros past the row's end (they must not count twice).
-        const bool t = c == tail.col;
-#pragma unroll
-        for (int i = 0; i < nn::Pack<T, N>::WORDS; ++i) {
-          pd[it].w[i] = t ? dt.w[i] : 0u;
-          py[it].w[i] = t ? yt.w[i] : 0u;
-        }
-      }
       float fd[N], fy[N];
-      pd[it].to_float(fd);
-      py[it].to_float(fy);
+      now.pd[it].to_float(fd);
+      now.py[it].to_float(fy);
 #pragma unroll
       for (int j = 0; j < N; ++j) dot += fd[j] * fy[j];
     }
@@ -499,8 +531,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     for (int it = 0; it < LDGS; ++it) {
       const int c = col0 + it * col_step;
       float fd[N], fy[N], f[N];
-      pd[it].to_float(fd);
-      py[it].to_float(fy);
+      now.pd[it].to_float(fd);
+      now.py[it].to_float(fy);
 #pragma unroll
       for (int j = 0; j < N; ++j) f[j] = scale * fy[j] * (fd[j] - dot);
       nn::Pack<T, N> p;

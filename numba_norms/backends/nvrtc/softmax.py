@@ -2,7 +2,7 @@
 
 A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
 ``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>`` or
-``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS>``, compiled through
+``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
 exchange: faster to compile), others with the full kernel. Loaded kernels are cached per
@@ -61,9 +61,9 @@ def kernel_name(spec: SoftmaxSpec) -> str:
     except KeyError:
         raise NotImplementedError(f"NVRTC softmax: dtype {c.dtype!r} is not supported") from None
     args = f"{ctype}, {c.warps_m}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}"
-    if c.is_backward:
-        return f"{_BWD}<{args}, {c.min_ctas_per_sm}>"
     pf = "true" if c.prefetch else "false"
+    if c.is_backward:
+        return f"{_BWD}<{args}, {c.min_ctas_per_sm}, {pf}>"
     return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
 
 
