@@ -321,33 +321,43 @@ if not SIM:
     def unpack(dtype: str, ne: int, again: bool = False):
         """``unpack(f, k, w, i)``: ``f[k:k+ne]`` = the ``ne`` elements held in words ``w[i:]``.
 
-        ``again=True`` is for converting the same words a second time: the words pass through
-        an (empty) ``mov`` so that NVVM does not reuse the first conversion, which would keep
-        the fp32 values live in between instead of the raw words (twice the registers).
+        ``again=True`` is for converting the same words a second time, ``unpack(f, k, w, i,
+        zero)`` with ``zero`` a value that is always 0 but that no compiler can know (e.g.
+        ``cols >> 31``): the words are XORed with it, so neither NVVM nor ptxas can reuse the
+        first conversion, which would keep the fp32 values live in between instead of the raw
+        words (twice the registers: an empty ``mov`` stopped NVVM but ptxas merged the two
+        conversions, 229 registers against NVRTC's 120 at the fp16 16384-key backward).
         """
 
-        @intrinsic
-        def _unpack(typingctx, f, k, w, i):
-            def codegen(context, builder, sig, args):
-                fty, kty, wty, ity = sig.args
+        def _codegen(context, builder, sig, args):
+            fty, kty, wty, ity = sig.args[:4]
+            zero = context.cast(builder, args[4], sig.args[4], types.int32) if again else None
 
-                def word(q):
-                    val = builder.load(_ptr(context, builder, wty, args[2], ity, args[3], q))
-                    if again:
-                        val = _asm(builder, _I32, [val], "mov.b32 $0, $1; // again", "=r,r")
-                    return val
+            def word(q):
+                val = builder.load(_ptr(context, builder, wty, args[2], ity, args[3], q))
+                return builder.xor(val, zero) if again else val
 
-                for j in range(ne):
-                    if dtype == "fp32":
-                        val = builder.bitcast(word(j), _F32)
-                    elif j % 2 == 0:
-                        val = _lo_to_f32(builder, dtype, word(j // 2))
-                    else:
-                        val = _hi_to_f32(builder, dtype, word(j // 2))
-                    builder.store(val, _ptr(context, builder, fty, args[0], kty, args[1], j))
-                return context.get_dummy_value()
+            for j in range(ne):
+                if dtype == "fp32":
+                    val = builder.bitcast(word(j), _F32)
+                elif j % 2 == 0:
+                    val = _lo_to_f32(builder, dtype, word(j // 2))
+                else:
+                    val = _hi_to_f32(builder, dtype, word(j // 2))
+                builder.store(val, _ptr(context, builder, fty, args[0], kty, args[1], j))
+            return context.get_dummy_value()
 
-            return types.void(f, k, w, i), codegen
+        if again:
+
+            @intrinsic
+            def _unpack(typingctx, f, k, w, i, zero):
+                return types.void(f, k, w, i, zero), _codegen
+
+        else:
+
+            @intrinsic
+            def _unpack(typingctx, f, k, w, i):
+                return types.void(f, k, w, i), _codegen
 
         return _unpack
 
@@ -953,7 +963,7 @@ else:  # Numba's CUDA simulator: the same operations in Python.
 
     @functools.cache
     def unpack(dtype: str, ne: int, again: bool = False):
-        def _unpack(f, k, w, i):
+        def _unpack(f, k, w, i, zero=0):
             for j in range(ne):
                 if dtype == "fp32":
                     f[k + j] = _u32_as_f32(int(w[i + j]))

@@ -330,6 +330,7 @@ def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bo
         tail_n = cols % ne
         tail_col = cols - tail_n
         tail_mine = tail_n != 0 and tail_col >= col0 and (tail_col - col0) % col_step == 0
+        opq = cols >> 31  # 0 (cols >= 1), unknown to the compilers: see unpack(again=True)
 
         pd = cuda.local.array(kw, u32)
         py = cuda.local.array(kw, u32)
@@ -390,8 +391,8 @@ def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bo
                 dxr = row_ptr(dx, row * dx_stride)
                 for it in range(ldgs):
                     c = col0 + it * col_step
-                    unpack2(fd, 0, pd, it * nw)
-                    unpack2(fy, 0, py, it * nw)
+                    unpack2(fd, 0, pd, it * nw, opq)
+                    unpack2(fy, 0, py, it * nw, opq)
                     dx_vec(fd, fy, scale, dot)
                     pack(td, 0, fd, 0)
                     if c + ne <= cols:
