@@ -129,7 +129,7 @@ def _precompile(backend: str, ops: Sequence[str], arch: str | None):
 
     from .precompile import all_specs, precompile
 
-    total = len(list(all_specs(ops)))
+    total = len(list(all_specs(ops, backend)))
     with tqdm(total=total, desc=f"{backend} precompile", disable=not sys.stderr.isatty()) as bar:
         return precompile(backend, ops, arch, progress=bar)
 

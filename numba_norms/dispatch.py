@@ -159,12 +159,12 @@ def _norm_plan(
         return plan
     limits = device_limits(device)
     alignment = min(a for a, _ in vec)
-    cfg = registry.select_norm(key, cols, rows, alignment)
+    cfg = registry.select_norm(key, cols, rows, alignment, backend=backend)
     try:
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     except PlanError:
         # A tuned entry this device cannot run (e.g. several CTAs a row in the simulator).
-        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False)
+        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False, backend=backend)
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
     try:
@@ -216,7 +216,7 @@ def _softmax_plan(
     if plan is not None:
         return plan
     limits = device_limits(device)
-    cfg = registry.select_softmax(op, variant, dtype, cols)
+    cfg = registry.select_softmax(op, variant, dtype, cols, backend=backend)
     spec = planner.softmax_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
     plan = planner.softmax_plan(spec, rows, cols, limits, occupancy(spec))

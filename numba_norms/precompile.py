@@ -34,11 +34,14 @@ class PrecompileResult:
     seconds: float
 
 
-def all_specs(ops: Iterable[str] = tuple(OP_GROUPS)) -> Iterator[tuple[str, bool, object]]:
-    """(backend module name, is_backward, spec) for every entry, one per compiled kernel."""
+def all_specs(
+    ops: Iterable[str] = tuple(OP_GROUPS), backend: str | None = None
+) -> Iterator[tuple[str, bool, object]]:
+    """(backend module name, is_backward, spec) for every entry, one per compiled kernel
+    (``backend``: its own measured entries included)."""
     seen: set[tuple] = set()
     wanted = {o for group in ops for o in OP_GROUPS[group]}
-    for cfg in registry.norm_configs(include_fp8=True):
+    for cfg in registry.norm_configs(include_fp8=True, backend=backend):
         if cfg.op not in wanted:
             continue
         # General entries also run with narrower vectors (rows whose pitch or pointers are
@@ -48,7 +51,7 @@ def all_specs(ops: Iterable[str] = tuple(OP_GROUPS)) -> Iterator[tuple[str, bool
             if spec.kernel_key not in seen:
                 seen.add(spec.kernel_key)
                 yield cfg.op.split("_")[0], cfg.is_backward, spec
-    for cfg in registry.softmax_configs():
+    for cfg in registry.softmax_configs(True, backend):
         if cfg.op not in wanted:
             continue
         for vec in _widths(cfg.num_elts):
@@ -74,7 +77,7 @@ def precompile(
     """
     import rtc
 
-    todo = list(all_specs(ops) if specs is None else specs)
+    todo = list(all_specs(ops, backend) if specs is None else specs)
     start = time.perf_counter()
     if backend == "nvrtc":
         if arch is None:  # this GPU's arch: compile only, the first launch loads from the cache

@@ -14,6 +14,11 @@ numbers read out of TE's sources). Selection follows TE's rules:
 * except (our rule, measured) rows of 1025-16384 columns that cannot take 16-byte vectors: they
   get a one-CTA general shape from :func:`narrow_general`.
 
+Measured tables (timed sweeps on one GPU) come before TE's entries: one shared by both backends
+(``data/measured_norms.json``, ``data/measured_softmax.json``: NVRTC's sweeps) and, for a backend
+whose kernels prefer other shapes, its own entries on top (``data/measured_*_numba.json``: the
+Numba kernels timed on NVRTC's best shapes). Selection takes a ``backend`` for that.
+
 This module imports no backend and no array library: dtypes are names ("fp32", "fp16", "bf16",
 "fp8e4m3", "fp8e5m2").
 """
@@ -38,6 +43,7 @@ __all__ = [
     "softmax_configs",
     "NormConfig",
     "NormKey",
+    "BACKEND_TABLES",
     "UnsupportedError",
     "WARP_SIZE",
     "generated_tuned",
@@ -51,6 +57,8 @@ __all__ = [
 ]
 
 WARP_SIZE = 32
+# Backends that may have their own measured entries (data/measured_{norms,softmax}_<name>.json).
+BACKEND_TABLES = ("numba",)
 DTYPE_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8e4m3": 1, "fp8e5m2": 1}
 FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
@@ -131,7 +139,8 @@ class NormConfig:
         (``__launch_bounds__``); 1 leaves the register count to the compiler.
     prefetch : bool
         Issue the next row's loads before this row's reductions (a software pipeline; more
-        registers). Code generation of the NVRTC kernels; the Numba kernels ignore it.
+        registers). The NVRTC kernels follow it; the Numba kernels only where their register
+        estimate fits under the cap (``backends/numba/_norms.py``).
     """
 
     op: str
@@ -318,14 +327,37 @@ def _measured_from_json(raw: dict) -> NormConfig:
     )
 
 
+def _check_backend(backend: str | None) -> None:
+    if backend is not None and backend not in ("nvrtc",) + BACKEND_TABLES:
+        raise ValueError(
+            f"backend: expected None, 'nvrtc' or one of {BACKEND_TABLES}, got {backend!r}"
+        )
+
+
+def _table_entries(stem: str, backend: str | None) -> list[dict]:
+    """Entries of ``data/<stem>.json`` (``backend`` None or "nvrtc": the shared table) or of
+    ``data/<stem>_<backend>.json`` (that backend's own entries; none where the file is absent)."""
+    _check_backend(backend)
+    own = backend in BACKEND_TABLES
+    path = resources.files("numba_norms").joinpath(
+        f"data/{stem}_{backend}.json" if own else f"data/{stem}.json"
+    )
+    if own and not path.is_file():
+        return []
+    return json.loads(path.read_text())["entries"]
+
+
 @functools.cache
-def measured_configs() -> tuple[NormConfig, ...]:
+def measured_configs(backend: str | None = None) -> tuple[NormConfig, ...]:
     """Tuned entries chosen by a timed sweep (``perf/tune_norms.py``) on the GPU named in
     ``data/measured_norms.json``; each beat the TE/generated entry it replaces by >= 3% there.
+
+    ``backend`` "numba" gives that backend's own entries instead (``measured_norms_numba.json``:
+    each beat, on the Numba kernels, the entry the shared tables pick by >= 3%); None or "nvrtc"
+    the shared table.
     """
-    text = resources.files("numba_norms").joinpath("data/measured_norms.json").read_text()
     out = []
-    for raw in json.loads(text)["entries"]:
+    for raw in _table_entries("measured_norms", backend):
         cfg = _measured_from_json(raw)
         out.append(cfg)
         if cfg.output == "fp8e4m3":  # e5m2 stores the same bytes; the sweep timed e4m3
@@ -334,14 +366,18 @@ def measured_configs() -> tuple[NormConfig, ...]:
 
 
 @functools.cache
-def norm_configs(include_fp8: bool = False) -> tuple[NormConfig, ...]:
+def norm_configs(include_fp8: bool = False, backend: str | None = None) -> tuple[NormConfig, ...]:
     """Every norm configuration: measured entries first (they take precedence over TE's for
-    the same dtypes and hidden size), then TE's registrations; FP8 outputs only when asked.
+    the same dtypes and hidden size; ``backend``'s own before the shared ones), then TE's
+    registrations; FP8 outputs only when asked.
 
     FP8-output entries are also offered with an ``fp8e5m2`` output (TE registers e4m3 only).
     """
     text = resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
-    entries = [c for c in measured_configs() if include_fp8 or c.output not in FP8_DTYPES]
+    measured = measured_configs()
+    if backend in BACKEND_TABLES:
+        measured = measured_configs(backend) + measured
+    entries = [c for c in measured if include_fp8 or c.output not in FP8_DTYPES]
     for raw in json.loads(text)["entries"]:
         cfg = _entry_from_json(raw)
         if cfg.output in FP8_DTYPES:
@@ -364,10 +400,10 @@ def _replace(cfg: _Config, **changes) -> _Config:
 
 
 @functools.cache
-def _index(include_fp8: bool, measured: bool = True) -> tuple[dict, dict]:
+def _index(include_fp8: bool, measured: bool = True, backend: str | None = None) -> tuple:
     tuned: dict[tuple[NormKey, int], NormConfig] = {}
     general: dict[NormKey, list[NormConfig]] = {}
-    for cfg in norm_configs(include_fp8):
+    for cfg in norm_configs(include_fp8, backend if measured else None):
         if cfg.origin == "measured" and not measured:
             continue
         if cfg.kind == "tuned":
@@ -541,6 +577,7 @@ def select_norm(
     allow_tuned: bool = True,
     generate: bool = True,
     measured: bool = True,
+    backend: str | None = None,
 ) -> NormConfig:
     """Pick the configuration for one call, following TE's rules.
 
@@ -560,13 +597,17 @@ def select_norm(
     measured : bool
         False ignores the measured tables (:func:`measured_configs`, :func:`narrow_general`):
         TE's choice (tuners and tests compare against it).
+    backend : str, optional
+        The backend that will run it: its own measured entries (:data:`BACKEND_TABLES`) come
+        first. None: the shared tables only.
 
     Raises
     ------
     UnsupportedError
         When no configuration serves these dtypes; the message lists what is supported.
     """
-    tuned, general = _index(True, measured)
+    _check_backend(backend)
+    tuned, general = _index(True, measured, backend if backend in BACKEND_TABLES else None)
     if allow_tuned and alignment >= TUNED_ALIGNMENT and rows % TUNED_ROW_MULTIPLE == 0:
         cfg = tuned.get((key, cols))
         if cfg is None and generate and key in general:
@@ -707,16 +748,17 @@ def _default_softmax_configs() -> list[SoftmaxConfig]:
 
 
 @functools.cache
-def measured_softmax_configs() -> tuple[SoftmaxConfig, ...]:
+def measured_softmax_configs(backend: str | None = None) -> tuple[SoftmaxConfig, ...]:
     """Entries chosen by a timed sweep (``perf/tune_softmax.py``) on the GPU named in
     ``data/measured_softmax.json``, one per (op, variant, dtype, key length timed).
 
     The sweep timed the upper-triangular causal forward; the aligned causal one shares its
-    entries (the two kernels differ only in where a row's causal limit falls).
+    entries (the two kernels differ only in where a row's causal limit falls). ``backend``
+    "numba" gives that backend's own entries instead (``measured_softmax_numba.json``); each
+    replaces the shared entry of its key length for that backend.
     """
-    text = resources.files("numba_norms").joinpath("data/measured_softmax.json").read_text()
     out = []
-    for raw in json.loads(text)["entries"]:
+    for raw in _table_entries("measured_softmax", backend):
         cfg = SoftmaxConfig(
             op=raw["op"],
             kind=raw["kind"],
@@ -737,19 +779,24 @@ def measured_softmax_configs() -> tuple[SoftmaxConfig, ...]:
 
 
 @functools.cache
-def softmax_configs(measured: bool = True) -> tuple[SoftmaxConfig, ...]:
+def softmax_configs(measured: bool = True, backend: str | None = None) -> tuple[SoftmaxConfig, ...]:
     """Every softmax configuration: per op, variant and dtype, warp then block kinds of the
-    default table, then (``measured``) the measured entries."""
+    default table, then (``measured``) the measured entries: the shared ones, where ``backend``
+    has its own entry for the same key length that one instead."""
     out = _default_softmax_configs()
     if measured:
-        out += measured_softmax_configs()
+        shared = measured_softmax_configs()
+        own = measured_softmax_configs(backend) if backend in BACKEND_TABLES else ()
+        mine = {(c.op, c.variant, c.dtype, c.keys) for c in own}
+        out += [c for c in shared if (c.op, c.variant, c.dtype, c.keys) not in mine]
+        out += own
     return tuple(out)
 
 
 @functools.cache
-def _softmax_index() -> dict:
+def _softmax_index(backend: str | None = None) -> dict:
     index: dict[tuple[str, str, str, str], list[SoftmaxConfig]] = {}
-    for cfg in softmax_configs():
+    for cfg in softmax_configs(True, backend):
         index.setdefault((cfg.op, cfg.variant, cfg.dtype, cfg.origin), []).append(cfg)
     for entries in index.values():
         entries.sort(key=lambda c: (c.keys, c.max_cols))
@@ -757,7 +804,12 @@ def _softmax_index() -> dict:
 
 
 def select_softmax(
-    op: str, variant: str, dtype: str, cols: int, measured: bool = True
+    op: str,
+    variant: str,
+    dtype: str,
+    cols: int,
+    measured: bool = True,
+    backend: str | None = None,
 ) -> SoftmaxConfig:
     """The configuration for rows of ``cols`` keys.
 
@@ -765,10 +817,12 @@ def select_softmax(
     sweep timed: the entry timed at the smallest length >= ``cols``, else the longest (with
     several CTAs a row where its ``max_cols`` is shorter). Otherwise the default table: the
     entry with the smallest ``max_cols >= cols``, else the largest (several CTAs a row).
+    ``backend``: the backend that will run it (its own measured entries replace shared ones).
     """
     if op == "softmax_bwd":
         variant = "scaled"
-    index = _softmax_index()
+    _check_backend(backend)
+    index = _softmax_index(backend if backend in BACKEND_TABLES else None)
     if measured:
         tuned = index.get((op, variant, dtype, "measured"))
         if tuned and 2 * cols > tuned[0].keys:

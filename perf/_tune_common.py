@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import multiprocessing as mp
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from numba_norms import planner
 
-__all__ = ["compile_ahead"]
+__all__ = ["BACKENDS", "compile_ahead", "numba_compile_ahead", "main_kernel"]
+
+BACKENDS = ("nvrtc", "numba")
 
 
 def compile_ahead(
@@ -26,3 +30,57 @@ def compile_ahead(
         except planner.PlanError:
             pass
     list(pool.map(build, specs))
+
+
+def _numba_build(item: tuple[str, Any]) -> str:
+    """Worker of :func:`numba_compile_ahead`: compile one spec on this process's GPU context (its
+    cubin lands in rtc's disk cache, where the timing process finds it)."""
+    from numba_norms import dispatch
+
+    module, spec = item
+    mod = dispatch.backend_module("numba", module)
+    try:
+        (mod.compile_backward if spec.config.is_backward else mod.compile_forward)(spec)
+    except Exception as exc:  # reported again, with its context, by the timed call
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+_numba_pool: cf.ProcessPoolExecutor | None = None
+
+
+def numba_compile_ahead(
+    module: str, cfgs: Iterable[Any], spec_of: Callable[[Any], Any], workers: int = 12
+) -> None:
+    """:func:`compile_ahead` for the Numba backend: numba-cuda compiles one kernel at a time
+    under the GIL (0.6-1 s each on the H200 host), so the kernels are built in worker processes
+    (spawned: a forked CUDA context is unusable) and the timing process loads their cubins from
+    the disk cache (``NUMBA_NORMS_CACHE_DIR`` is inherited)."""
+    global _numba_pool
+    specs = []
+    for cfg in cfgs:
+        try:
+            specs.append((module, spec_of(cfg)))
+        except planner.PlanError:
+            pass
+    if not specs:
+        return
+    if _numba_pool is None:
+        n = min(workers, os.cpu_count() or 2)
+        _numba_pool = cf.ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"))
+    list(_numba_pool.map(_numba_build, specs))
+
+
+def main_kernel(backend: str, module: str, spec: Any) -> Any:
+    """The loaded main :class:`rtc.Kernel` of ``spec`` on ``backend`` (registers, occupancy)."""
+    from numba_norms import dispatch
+
+    mod = dispatch.backend_module(backend, module)
+    if backend == "nvrtc":
+        if module == "softmax":
+            return mod.load(spec)
+        from numba_norms.backends.nvrtc import _norms
+
+        return _norms.load(spec)[0]
+    got = (mod.compile_backward if spec.config.is_backward else mod.compile_forward)(spec)
+    return got.kernel

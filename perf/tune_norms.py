@@ -1,5 +1,5 @@
 # ruff: noqa: E402
-"""Timed sweep of norm launch shapes on the GPU; writes the measured registry table.
+"""Timed sweep of norm launch shapes on the GPU; writes the measured registry tables.
 
 For each op, dtype combination and hidden size (rows 16384) this times the NVRTC kernel of
 every launch shape that tiles the row with 16-byte vectors (CTAs per row x warps_m x warps_n,
@@ -15,7 +15,13 @@ format: copy it there after reading the CSV).
 whose pitch allows only one-element accesses; the winners are read from ``tune.csv`` into
 ``registry._NARROW_GENERAL`` (no JSON).
 
+``--backend numba`` times the Numba kernels instead (``--refine`` with NVRTC sweeps' CSVs: their
+fastest shapes are the candidates). Its baseline is what the Numba path runs now (the shared
+table), and its winners go to ``measured_norms_numba.json`` (``numba_norms/data/``'s file of the
+same name: entries that serve the Numba backend only).
+
     python3 perf/tune_norms.py --out DIR [--ops ...] [--dtypes bf16 fp32 ...] [--sizes ...]
+    python3 perf/tune_norms.py --out DIR --backend numba --refine RUN/tune.csv [...] --top 6
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ sys.path.insert(0, HERE)
 import torch
 from _bench_cases import norm_bwd_bytes, norm_fwd_bytes
 from _bench_torch import copy_ceiling, time_calls
-from _tune_common import compile_ahead
+from _tune_common import BACKENDS, compile_ahead, main_kernel, numba_compile_ahead
 
 import numba_norms as nn
 import rtc
@@ -112,20 +118,26 @@ def te_select(key: registry.NormKey, cols: int, rows: int) -> registry.NormConfi
     return registry.select_norm(key, cols, rows, 16, measured=False)
 
 
-def load_refine(path: str) -> dict:
-    """Rows of an earlier tune.csv that passed, grouped by (op, weight, input, output, cols)."""
+def load_refine(paths: list[str]) -> dict:
+    """Rows of earlier tune.csv files that passed, grouped by (op, weight, input, output, cols);
+    a later file's rows of a problem replace an earlier one's (it timed newer kernel code)."""
     out: dict = {}
-    with open(path) as f:
-        for r in csv.DictReader(f):
-            if r["check"] == "ok" and not r["label"].startswith("baseline"):
-                k = (r["op"], r["weight"], r["input"], r["output"], int(r["cols"]))
-                out.setdefault(k, []).append(r)
+    for path in paths:
+        mine: dict = {}
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if r["check"] == "ok" and not r["label"].startswith("baseline"):
+                    k = (r["op"], r["weight"], r["input"], r["output"], int(r["cols"]))
+                    mine.setdefault(k, []).append(r)
+        out.update(mine)
     return out
 
 
-def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
-    """The ``top`` fastest distinct shapes + caps of an earlier sweep, with and without the
-    software pipeline."""
+def refine_candidates(
+    refine: dict, key: registry.NormKey, cols: int, top: int, pipelines=(False, True)
+) -> list:
+    """The ``top`` fastest distinct shapes + caps of an earlier sweep, each with and without
+    the software pipeline (``pipelines``)."""
     rows = sorted(
         refine.get((key.op, key.weight, key.input, key.output, cols), []),
         key=lambda r: float(r["median_us"]),
@@ -136,8 +148,34 @@ def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) 
         if shape in seen:
             continue
         seen.add(shape)
-        out += [dataclasses.replace(make_config(key, cols, *shape), prefetch=pf) for pf in PREFETCH]
+        cfg = make_config(key, cols, *shape)
+        out += [dataclasses.replace(cfg, prefetch=pf) for pf in pipelines]
         if len(seen) == top:
+            break
+    return out
+
+
+def shape_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
+    """For another backend than the sweep's: the ``top`` fastest distinct launch shapes of an
+    earlier sweep, each as timed fastest (register cap, pipeline) and uncapped with and without
+    the pipeline (the Numba kernels run it only where their register estimate allows). Shapes
+    rather than caps: NVVM's kernels take more registers, so a shape NVRTC ranks lower may suit
+    them better."""
+    rows = sorted(
+        refine.get((key.op, key.weight, key.input, key.output, cols), []),
+        key=lambda r: float(r["median_us"]),
+    )
+    shapes_seen: set = set()
+    out: list = []
+    for r in rows:
+        shape = tuple(int(r[f]) for f in ("ctas_per_row", "warps_m", "warps_n"))
+        if shape in shapes_seen:
+            continue
+        shapes_seen.add(shape)
+        best = (int(r["min_ctas_per_sm"]), bool(int(r.get("prefetch") or 0)))
+        for cap, pf in dict.fromkeys((best, (1, False), (1, True))):
+            out.append(dataclasses.replace(make_config(key, cols, *shape, cap), prefetch=pf))
+        if len(shapes_seen) == top:
             break
     return out
 
@@ -201,6 +239,11 @@ def run(args) -> int:
     print(f"copy ceiling {ceiling:.0f} GB/s on {torch.cuda.get_device_name()}", flush=True)
     real_select = registry.select_norm
     refine = load_refine(args.refine) if args.refine else None
+    backend = args.backend
+    if backend == "numba":  # read at call time by the dispatcher
+        os.environ["DISABLE_NVRTC"] = "1"
+    else:
+        os.environ.pop("DISABLE_NVRTC", None)
     forced: list = [None]
 
     def select(key, cols, rows, alignment, **kw):
@@ -252,7 +295,7 @@ def run(args) -> int:
             ok = err <= tol
             t = time_calls(prob, 1, target_ms=args.target_ms, min_reps=8, max_reps=60)
             plan = next(iter(dispatch._plan_cache.values()))
-            main, _ = _norms.load(plan.spec)
+            main = main_kernel(backend, prob.kind, plan.spec)
             row = dict(
                 op=prob.key.op,
                 weight=prob.key.weight,
@@ -291,16 +334,17 @@ def run(args) -> int:
             forced[0] = None
             dispatch._plan_cache.clear()
 
-    def prefetch(cfgs, cols):
+    def prefetch(cfgs, cols, module):
         # general candidates are compiled for the odd row length they are timed on
-        compile_ahead(
-            pool,
-            cfgs,
-            lambda c: planner.norm_spec(
+        def spec_of(c):
+            return planner.norm_spec(
                 c, c.hidden_size if c.kind == "tuned" else cols, c.num_elts, limits
-            ),
-            lambda s: _norms.compile_spec(s, arch),
-        )
+            )
+
+        if backend == "numba":
+            numba_compile_ahead(module, cfgs, spec_of)
+        else:
+            compile_ahead(pool, cfgs, spec_of, lambda s: _norms.compile_spec(s, arch))
 
     for combo in args.dtypes:
         weight, inp, outp = COMBOS[combo]
@@ -314,7 +358,19 @@ def run(args) -> int:
                     continue
                 t0 = time.monotonic()
                 prob = Problem(key, args.rows, cols)
-                base_cfg = te_select(key, cols, args.rows)
+                if backend == "numba":  # what the Numba path runs now
+                    base_cfg = real_select(key, cols, args.rows, 16, backend="numba")
+                else:
+                    base_cfg = te_select(key, cols, args.rows)
+                ahead = [base_cfg]
+                if refine is not None:
+                    if backend == "numba":
+                        cands = shape_candidates(refine, key, cols, args.top)
+                    else:
+                        cands = refine_candidates(refine, key, cols, args.top)
+                    ahead += cands
+                if backend == "numba":  # one batch: the workers build them side by side
+                    prefetch(ahead, cols, prob.kind)
                 base_row, ref, base_us = measure(prob, base_cfg, "baseline", None, None)
                 if base_row is None:
                     continue
@@ -322,7 +378,7 @@ def run(args) -> int:
                 wr.writerow(base_row)
                 results = [(base_us, base_cfg, base_row)]
                 if refine is not None:
-                    stages = [("refine", refine_candidates(refine, key, cols, args.top))]
+                    stages = [("refine", [c for c in cands if c != base_cfg])]
                 elif args.general:
                     size = registry.itemsize(inp)
                     stages = [
@@ -355,10 +411,10 @@ def run(args) -> int:
                             )
                             for _, c, _ in top
                             for m in (1,) + MIN_CTAS
-                            for pf in PREFETCH
+                            for pf in (PREFETCH if backend == "nvrtc" else (False,))
                             if c.threads * m <= registry.MAX_THREADS_PER_SM
                         ]
-                    prefetch(cands, cols)
+                    prefetch(cands, cols, prob.kind)
                     for cfg in cands:
                         row, _, us = measure(prob, cfg, label, ref, base_us)
                         if row:
@@ -414,9 +470,11 @@ def run(args) -> int:
             nvrtc=".".join(map(str, rtc.nvrtc_version())),
         ),
     )
-    with open(os.path.join(args.out, "measured_norms.json"), "w") as f:
+    meta["backend"] = backend
+    name = "measured_norms.json" if backend == "nvrtc" else f"measured_norms_{backend}.json"
+    with open(os.path.join(args.out, name), "w") as f:
         json.dump(dict(source=meta, entries=winners), f, indent=1)
-    print(f"{len(winners)} winners -> {args.out}/measured_norms.json")
+    print(f"{len(winners)} winners -> {args.out}/{name}")
     return 0
 
 
@@ -431,10 +489,12 @@ def main() -> int:
     p.add_argument("--rows", type=int, default=16384)
     p.add_argument(
         "--refine",
+        nargs="+",
         default=None,
-        help="an earlier tune.csv: re-time its best "
-        "--top shapes (with caps), each with and without the software pipeline",
+        help="earlier tune.csv files (a later file's problems replace an earlier one's): re-time "
+        "their best --top shapes (with caps), each with and without the software pipeline",
     )
+    p.add_argument("--backend", default="nvrtc", choices=BACKENDS, help="kernels to time")
     p.add_argument(
         "--general",
         action="store_true",

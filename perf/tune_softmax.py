@@ -14,9 +14,15 @@ Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.js
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
 there after reading the CSV). ``--from-csv`` rebuilds that JSON from earlier sweeps' CSVs.
 
+``--backend numba --refine CSV...`` times the Numba kernels on the ``--top`` fastest shapes of
+earlier NVRTC sweeps (the Numba backward drops the pipeline); the baseline is what the Numba path
+runs now, and winners more than ``--min-gain`` faster go to ``measured_softmax_numba.json`` (the
+Numba backend's own entries).
+
     python3 perf/tune_softmax.py --out DIR [--ops softmax_fwd softmax_bwd masked_softmax_fwd]
         [--dtypes bf16 fp32] [--keys 512 ... 131072]
     python3 perf/tune_softmax.py --out DIR --from-csv RUN/tune.csv [RUN2/tune.csv ...]
+    python3 perf/tune_softmax.py --out DIR --backend numba --refine RUN/tune.csv [...] --top 6
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from _bench_cases import Case, sets_needed, softmax_dims
-from _tune_common import compile_ahead
+from _tune_common import BACKENDS, compile_ahead, main_kernel, numba_compile_ahead
 
 import rtc
 from numba_norms import dispatch, planner, registry
@@ -79,6 +85,51 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
     return out
 
 
+def load_refine(paths: list[str]) -> dict:
+    """Passing rows of earlier sweeps grouped by (benchmark op, dtype, cols); a later file's
+    rows of a problem replace an earlier one's."""
+    out: dict = {}
+    for path in paths:
+        mine: dict = {}
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if r["check"] == "ok":
+                    mine.setdefault((r["op"], r["dtype"], int(r["cols"])), []).append(r)
+        out.update(mine)
+    return out
+
+
+def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry.SoftmaxConfig:
+    """The configuration a ``tune.csv`` row timed (``pipeline`` False drops its prefetch)."""
+    size = registry.itemsize(r["dtype"])
+    max_cols = int(r["max_cols"])
+    return registry.SoftmaxConfig(
+        op, r["kind"], max_cols, r["dtype"], int(r["warps_m"]), int(r["warps_n"]),
+        16 if r["kind"] == "block" else min(16, max_cols // 32 * size), variant,
+        int(r["min_ctas_per_sm"]), prefetch=pipeline and bool(int(r.get("prefetch") or 0)),
+    )  # fmt: skip
+
+
+def refine_candidates(rows: list[dict], op: str, variant: str, top: int, pipeline: bool):
+    """The ``top`` fastest distinct launch shapes of one problem's earlier rows, each as timed
+    fastest (register cap, pipeline unless ``pipeline`` is False) and uncapped without the
+    pipeline. Shapes rather than caps: another backend's kernels (NVVM's take more registers)
+    may prefer a shape the sweep ranked lower."""
+    shapes: set = set()
+    out: list = []
+    for r in sorted(rows, key=lambda r: float(r["median_us"])):
+        shape = (r["kind"], int(r["max_cols"]), int(r["warps_m"]), int(r["warps_n"]))
+        if shape in shapes:
+            continue
+        shapes.add(shape)
+        best = config_of(r, op, variant, pipeline)
+        plain = dataclasses.replace(best, min_ctas_per_sm=1, prefetch=False)
+        out += list(dict.fromkeys((best, plain)))
+        if len(shapes) == top:
+            break
+    return out
+
+
 # A winner within this fraction of the fastest that needs no register cap (nor the pipeline) is
 # preferred: gains below it were within run-to-run noise in run 28 (repeats of one shape there
 # differ by up to 0.5%).
@@ -96,11 +147,14 @@ def pick(rows: list[dict]) -> dict:
     return max(uncapped or near, key=lambda r: float(r["gbs"]))
 
 
-def winners_from_csv(paths: list[str], run_label: str | None) -> list[dict]:
+def winners_from_csv(
+    paths: list[str], run_label: str | None, min_gain: float | None = None
+) -> list[dict]:
     """One ``measured_softmax.json`` entry per (op, dtype, key length) of the CSVs.
 
     A later CSV's rows of a problem replace an earlier one's (a sweep of changed kernel code
-    re-times them). Each entry's ``run`` is ``run_label`` or its CSV's folder.
+    re-times them). Each entry's ``run`` is ``run_label`` or its CSV's folder. ``min_gain``:
+    only winners faster than their problem's baseline row by more than this fraction.
     """
     groups: dict[tuple, list[dict]] = {}
     source: dict[tuple, str] = {}
@@ -118,6 +172,12 @@ def winners_from_csv(paths: list[str], run_label: str | None) -> list[dict]:
         op, variant = kernel_op(bop)
         w = pick(rows)
         base = next((r for r in rows if r["label"] == "baseline"), None)
+        if min_gain is not None and (
+            base is None
+            or base["check"] != "ok"
+            or float(w["gbs"]) <= float(base["gbs"]) * (1 + min_gain)
+        ):
+            continue
         size = registry.itemsize(dtype)
         max_cols = int(w["max_cols"])
         bytes_per_ldg = 16 if w["kind"] == "block" else min(16, max_cols // 32 * size)
@@ -156,10 +216,12 @@ def run(args) -> int:
     print(f"copy ceiling {ceiling:.0f} GB/s on {torch.cuda.get_device_name()}", flush=True)
     real_select = registry.select_softmax
     forced: list = [None]
+    backend = args.backend
+    refine = load_refine(args.refine) if args.refine else None
 
-    def select(op, variant, dtype, cols):
+    def select(op, variant, dtype, cols, **kw):
         cfg = forced[0]
-        return cfg if cfg is not None else real_select(op, variant, dtype, cols)
+        return cfg if cfg is not None else real_select(op, variant, dtype, cols, **kw)
 
     registry.select_softmax = select
     pool = cf.ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 4))
@@ -179,12 +241,12 @@ def run(args) -> int:
         dispatch._plan_cache.clear()
         try:
             poison(output_bytes(case))
-            got = as_outputs(case, "nvrtc", run_fn(0))
+            got = as_outputs(case, backend, run_fn(0))
             torch.cuda.synchronize()
             bad = compare(case, got, ref)
             t = time_calls(run_fn, n_sets, target_ms=args.target_ms, min_reps=8, max_reps=80)
             plan = next(iter(dispatch._plan_cache.values()))
-            k = nv_softmax.load(plan.spec)
+            k = main_kernel(backend, "softmax", plan.spec)
             gbs = case.nbytes() / t.median_us / 1e3
             row = dict(
                 op=case.op, dtype=case.dtype, rows=case.rows, cols=case.cols, label=label,
@@ -208,14 +270,18 @@ def run(args) -> int:
             dispatch._plan_cache.clear()
 
     def prefetch(cfgs, cols):
-        compile_ahead(
-            pool,
-            cfgs,
-            lambda c: planner.softmax_spec(c, cols, c.num_elts, limits),
-            lambda s: nv_softmax.compile_spec(s, arch),
-        )
+        def spec_of(c):
+            return planner.softmax_spec(c, cols, c.num_elts, limits)
 
-    os.environ.pop("DISABLE_NVRTC", None)
+        if backend == "numba":
+            numba_compile_ahead("softmax", cfgs, spec_of)
+        else:
+            compile_ahead(pool, cfgs, spec_of, lambda s: nv_softmax.compile_spec(s, arch))
+
+    if backend == "numba":  # read at call time by the dispatcher
+        os.environ["DISABLE_NVRTC"] = "1"
+    else:
+        os.environ.pop("DISABLE_NVRTC", None)
     for dtype in args.dtypes:
         for bop in args.ops:
             op, variant = kernel_op(bop)
@@ -233,14 +299,24 @@ def run(args) -> int:
                 sets = [make_set(case, 100 + i) for i in range(n_sets)]
                 ref = reference(case, sets[0])
                 run_fn = ours_runner(case, sets)
-                base_cfg = real_select(op, variant, dtype, cols)
+                base_cfg = real_select(op, variant, dtype, cols, backend=backend)
+                if refine is not None:
+                    rows = refine.get((bop, dtype, cols), [])
+                    pipeline = not (backend == "numba" and op == "softmax_bwd")
+                    stage = refine_candidates(rows, op, variant, args.top, pipeline)
+                    labels: tuple = ("refine",)
+                else:
+                    stage = candidates(op, variant, dtype, cols, args.max_elts)
+                    labels = ("shape", "capped")
+                stage = [c for c in stage if c != base_cfg]
+                if backend == "numba":  # one batch: the workers build them side by side
+                    prefetch([base_cfg] + stage, cols)
                 base_row, base_us = measure(case, run_fn, n_sets, ref, base_cfg, "baseline", None)
                 if base_row is None:
                     continue
                 wr.writerow(base_row)
                 results = [(base_us or float("inf"), base_cfg, base_row)]
-                stage = candidates(op, variant, dtype, cols, args.max_elts)
-                for label in ("shape", "capped"):
+                for label in labels:
                     if label == "capped":
                         top = sorted(results, key=lambda r: r[0])[: args.top]
                         pipelines = (False, True)
@@ -287,6 +363,7 @@ def run(args) -> int:
             nvrtc=".".join(map(str, rtc.nvrtc_version())),
         ),
         best=summary,
+        backend=backend,
     )
     with open(os.path.join(args.out, "tune_softmax.json"), "w") as f:
         json.dump(meta, f, indent=1)
@@ -295,11 +372,13 @@ def run(args) -> int:
 
 
 def write_json(args, csvs: list[str], meta: dict) -> None:
-    entries = winners_from_csv(csvs, args.run_label)
+    own = args.backend != "nvrtc"  # a backend's own table: only clear gains over the shared one
+    entries = winners_from_csv(csvs, args.run_label, args.min_gain if own else None)
     source = {k: v for k, v in meta.items() if k != "best"}
-    with open(os.path.join(args.out, "measured_softmax.json"), "w") as f:
+    name = f"measured_softmax_{args.backend}.json" if own else "measured_softmax.json"
+    with open(os.path.join(args.out, name), "w") as f:
         json.dump(dict(source=source, entries=entries), f, indent=1)
-    print(f"{len(entries)} entries -> {args.out}/measured_softmax.json")
+    print(f"{len(entries)} entries -> {args.out}/{name}")
 
 
 def main() -> int:
@@ -313,6 +392,19 @@ def main() -> int:
     p.add_argument("--target-ms", type=float, default=10.0)
     p.add_argument("--time-budget", type=float, default=420.0, help="seconds")
     p.add_argument("--from-csv", nargs="+", default=None, help="earlier sweeps' tune.csv files")
+    p.add_argument("--backend", default="nvrtc", choices=BACKENDS, help="kernels to time")
+    p.add_argument(
+        "--refine",
+        nargs="+",
+        default=None,
+        help="earlier sweeps' tune.csv files: time their --top fastest launch shapes only",
+    )
+    p.add_argument(
+        "--min-gain",
+        type=float,
+        default=0.03,
+        help="a backend's own entry must beat its baseline by more than this",
+    )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")
     args = p.parse_args()

@@ -63,6 +63,52 @@ def test_measured_entries_take_precedence_and_record_their_run():
     assert e4m3 == {(c.op, c.hidden_size) for c in measured if c.output == "fp8e5m2"}
 
 
+def test_numba_entries_serve_the_numba_backend_only():
+    """The Numba backend's own measured norm entries come first for it; the shared table (and
+    NVRTC) is unchanged by them; each one is a shape the shared table does not pick there."""
+    raw = json.loads(
+        resources.files("numba_norms").joinpath("data/measured_norms_numba.json").read_text()
+    )
+    assert raw["source"]["backend"] == "numba" and "--backend numba" in raw["source"]["command"]
+    own = r.measured_configs("numba")
+    assert own and all(c.origin == "measured" and c.kind == "tuned" for c in own)
+    assert not set(own) & set(r.norm_configs(include_fp8=True))
+    for c in own:
+        key = r.NormKey(c.op, c.weight, c.input, c.output)
+        assert r.select_norm(key, c.hidden_size, 16384, 16, backend="numba") == c
+        shared = r.select_norm(key, c.hidden_size, 16384, 16)
+        assert shared != c and r.select_norm(key, c.hidden_size, 16384, 16, backend="nvrtc") == (
+            shared
+        )
+        # TE's rules still hold: misaligned calls take the general path on Numba too
+        assert r.select_norm(key, c.hidden_size, 16384, 8, backend="numba").kind == "general"
+    assert set(own) <= set(r.norm_configs(include_fp8=True, backend="numba"))
+    with pytest.raises(ValueError, match="backend"):
+        r.select_norm(BF16, 4096, 16384, 16, backend="cuda")
+
+
+def test_numba_softmax_entries_replace_shared_ones_of_their_length():
+    own = r.measured_softmax_configs("numba")
+    assert own and all(c.origin == "measured" for c in own)
+    shared = r.measured_softmax_configs()
+    by_len = {(c.op, c.variant, c.dtype, c.keys): c for c in shared}
+    for c in own:
+        assert (c.op, c.variant, c.dtype, c.keys) in by_len  # same lengths: same ranges served
+        assert by_len[c.op, c.variant, c.dtype, c.keys] != c
+        assert r.select_softmax(c.op, c.variant, c.dtype, c.keys, backend="numba") == c
+        # the length below is served by the entry timed there on both backends, or by Numba's
+        below = c.keys - 1
+        nb = r.select_softmax(c.op, c.variant, c.dtype, below, backend="numba")
+        assert nb.keys <= c.keys
+    mixed = r.softmax_configs(True, "numba")
+    assert set(own) <= set(mixed)
+    assert len(mixed) == len(r.softmax_configs())  # one entry replaced by one
+    # the Numba backward builds without the pipeline: its own entries do not ask for it
+    assert not any(c.prefetch for c in own if c.is_backward)
+    with pytest.raises(ValueError, match="backend"):
+        r.select_softmax("softmax_fwd", "scaled", "bf16", 1024, backend="cuda")
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [

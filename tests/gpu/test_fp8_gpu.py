@@ -134,6 +134,29 @@ def test_half_inputs_within_one_step(backend, op, rows, cols, out, dtype):
     assert scale_inv == np.float32(1) / scale
 
 
+NUMBA_OWN_FP8 = [c for c in registry.measured_configs("numba") if c.output in FP8]
+
+
+@pytest.mark.parametrize(
+    "cfg", NUMBA_OWN_FP8, ids=lambda c: f"{c.op}-{c.input}-{c.output}-{c.hidden_size}"
+)
+def test_numba_own_fp8_entry(monkeypatch, cfg):
+    """The Numba backend's own FP8-output entries: picked by the Numba path, within one FP8 step
+    of the float64 reference, amax as the reference's."""
+    monkeypatch.setenv("DISABLE_NVRTC", "1")
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    op = cfg.op.split("_")[0]
+    x, g, b = inputs(op, 64, cfg.hidden_size, cfg.input, cfg.hidden_size + 3)
+    y, amax, _, scale = fp8_call("numba", op, x, g, b, cfg.output, 0.75)
+    assert any(p.spec.config == cfg for p in dispatch._plan_cache.values()), "entry not used"
+    e = reference(op, x, g, b)
+    es = e * np.float64(scale)
+    err = np.abs(y.astype(np.float64) - es)
+    step = fp8_step(es, cfg.output)
+    assert (err <= step).all(), f"max excess {np.max(err - step):.3g}"
+    np.testing.assert_allclose(amax, np.abs(e).max(), rtol=1e-5)
+
+
 @pytest.mark.parametrize("out", FP8)
 @pytest.mark.parametrize("rows, cols", SHAPES)
 @pytest.mark.parametrize("op", OPS)

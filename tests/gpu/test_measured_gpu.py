@@ -1,4 +1,5 @@
-"""Every entry of the measured table (``data/measured_norms.json``) through the public API.
+"""Every entry of the measured tables (``data/measured_norms.json`` and the Numba backend's own
+``measured_norms_numba.json``) through the public API.
 
 The sweep that chose these shapes compared each candidate's outputs with TE's entry; here each
 one is checked against the float64 reference, with enough rows that every CTA runs at least two
@@ -22,6 +23,11 @@ api = pytest.importorskip("tests.gpu.test_norms_api_gpu") if HAS_GPU else None
 MEASURED = [c for c in registry.measured_configs() if not c.output.startswith("fp8")]
 _first_of_op = {c.op: c for c in reversed(MEASURED)}
 NUMBA = [c for c in MEASURED if c.threads >= 512 or _first_of_op[c.op] is c]
+# the Numba backend's own entries (data/measured_norms_numba.json; FP8 outputs: test_fp8_gpu);
+# where one serves a hidden size, the Numba path does not run the shared entry
+NUMBA_OWN = [c for c in registry.measured_configs("numba") if not c.output.startswith("fp8")]
+_replaced = {(c.key, c.hidden_size) for c in NUMBA_OWN}
+NUMBA = [c for c in NUMBA if (c.key, c.hidden_size) not in _replaced]
 
 
 def _rows(cfg) -> int:
@@ -62,5 +68,13 @@ def test_measured_entry_nvrtc(monkeypatch, cfg):
 
 @pytest.mark.parametrize("cfg", NUMBA, ids=_id)
 def test_measured_entry_numba(monkeypatch, cfg):
+    monkeypatch.setenv("DISABLE_NVRTC", "1")
+    _run("numba", cfg)
+
+
+@pytest.mark.parametrize("cfg", NUMBA_OWN, ids=_id)
+def test_numba_own_entry(monkeypatch, cfg):
+    """The Numba path picks its own entry (the check asserts the plan used it) and gets the
+    reference's numbers with it."""
     monkeypatch.setenv("DISABLE_NVRTC", "1")
     _run("numba", cfg)

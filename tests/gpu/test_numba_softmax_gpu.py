@@ -69,8 +69,10 @@ def _vec(arrays, cfg) -> int:
     return planner.vector_elements(pairs, cfg.num_elts)
 
 
-def _plan(op, variant, dtype, rows, cols, arrays):
-    cfg = registry.select_softmax(op, variant, dtype, cols)
+def _plan(op, variant, dtype, rows, cols, arrays, cfg=None):
+    """The plan the Numba path makes (its own measured entries first), or ``cfg``'s."""
+    if cfg is None:
+        cfg = registry.select_softmax(op, variant, dtype, cols, backend="numba")
     spec = planner.softmax_spec(cfg, cols, _vec(arrays, cfg), LIMITS)
     occ = sm.occupancy_backward(spec) if cfg.is_backward else sm.occupancy_forward(spec)
     return planner.softmax_plan(spec, rows, cols, LIMITS, occ)
@@ -96,6 +98,10 @@ def _host(d, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_forward(variant, dtype, sk):
+    _forward(variant, dtype, sk)
+
+
+def _forward(variant, dtype, sk, cfg=None):
     b, h, sq = _shape(sk, variant)
     rows = b * h * sq
     rng = np.random.default_rng(sk * 7 + len(variant))
@@ -111,7 +117,7 @@ def test_forward(variant, dtype, sk):
         mask4 = mask.reshape(mask_batch, 1, sq, sk)
         d_mask = cuda.to_device(mask)
         arrays.append(d_mask)
-    plan = _plan("softmax_fwd", variant, dtype, rows, sk, arrays)
+    plan = _plan("softmax_fwd", variant, dtype, rows, sk, arrays, cfg)
     scratch = _scratch(plan)
     args = SoftmaxFwdArgs(d_x, d_y, d_mask, 0.6, sq, h, mask_batch, scratch)
     sm.forward(plan, args, 0)
@@ -137,6 +143,10 @@ def test_forward(variant, dtype, sk):
 @pytest.mark.parametrize("sk", SKS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_backward(dtype, sk):
+    _backward(dtype, sk)
+
+
+def _backward(dtype, sk, cfg=None):
     b, h, sq = _shape(sk, "scaled")
     rows = b * h * sq
     rng = np.random.default_rng(sk)
@@ -145,7 +155,7 @@ def test_backward(dtype, sk):
     d_y = cuda.to_device(_storage(y, dtype))
     d_dy = cuda.to_device(_storage(dy, dtype))
     d_dx = cuda.device_array(d_y.shape, d_y.dtype)
-    plan = _plan("softmax_bwd", "scaled", dtype, rows, sk, [d_dy, d_y, d_dx])
+    plan = _plan("softmax_bwd", "scaled", dtype, rows, sk, [d_dy, d_y, d_dx], cfg)
     args = SoftmaxBwdArgs(d_dy, d_y, d_dx, 0.6, _scratch(plan))
     sm.backward(plan, args, 0)
     first = d_dx.copy_to_host()
@@ -156,6 +166,24 @@ def test_backward(dtype, sk):
     expected = ref.softmax_bwd(dy, y, 0.6)
     n = 1.0 / np.maximum(np.abs(expected).max(-1, keepdims=True), 1e-30)
     _check(dx, expected, dtype, n, f"dx (ctas_per_row={plan.ctas_per_row})", scale=4)
+
+
+OWN = registry.measured_softmax_configs("numba")
+
+
+@pytest.mark.parametrize(
+    "cfg", OWN, ids=lambda c: f"{c.op}-{c.variant}-{c.dtype}-{c.keys}-{c.kind}{c.max_cols}"
+)
+def test_own_measured_entry(cfg):
+    """Each entry of the Numba backend's own table at the key length it was timed at (and the
+    selection gives it to the Numba path, not to NVRTC's)."""
+    picked = registry.select_softmax(cfg.op, cfg.variant, cfg.dtype, cfg.keys, backend="numba")
+    assert picked == cfg
+    assert registry.select_softmax(cfg.op, cfg.variant, cfg.dtype, cfg.keys) != cfg
+    if cfg.is_backward:
+        _backward(cfg.dtype, cfg.keys, cfg)
+    else:
+        _forward(cfg.variant, cfg.dtype, cfg.keys, cfg)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
