@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import csv
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterable
@@ -10,7 +11,7 @@ from typing import Any
 
 from numba_norms import planner
 
-__all__ = ["BACKENDS", "compile_ahead", "numba_compile_ahead", "main_kernel"]
+__all__ = ["BACKENDS", "compile_ahead", "group_rows", "numba_compile_ahead", "main_kernel"]
 
 BACKENDS = ("nvrtc", "numba")
 
@@ -30,6 +31,22 @@ def compile_ahead(
         except planner.PlanError:
             pass
     list(pool.map(build, specs))
+
+
+def group_rows(
+    paths: Iterable[str], key: Callable[[dict], tuple], keep: Callable[[dict], bool]
+) -> dict[tuple, list[dict]]:
+    """Rows of earlier ``tune.csv`` files passing ``keep``, grouped by ``key(row)`` (a problem);
+    a later file's rows of a problem replace an earlier one's (it timed newer kernel code)."""
+    out: dict[tuple, list[dict]] = {}
+    for path in paths:
+        mine: dict[tuple, list[dict]] = {}
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if keep(r):
+                    mine.setdefault(key(r), []).append(r)
+        out.update(mine)
+    return out
 
 
 def _numba_build(item: tuple[str, Any]) -> str:

@@ -44,7 +44,7 @@ sys.path.insert(0, HERE)
 import torch
 from _bench_cases import norm_bwd_bytes, norm_fwd_bytes
 from _bench_torch import copy_ceiling, time_calls
-from _tune_common import BACKENDS, compile_ahead, main_kernel, numba_compile_ahead
+from _tune_common import BACKENDS, compile_ahead, group_rows, main_kernel, numba_compile_ahead
 
 import numba_norms as nn
 import rtc
@@ -120,24 +120,17 @@ def te_select(key: registry.NormKey, cols: int, rows: int) -> registry.NormConfi
 
 def load_refine(paths: list[str]) -> dict:
     """Rows of earlier tune.csv files that passed, grouped by (op, weight, input, output, cols);
-    a later file's rows of a problem replace an earlier one's (it timed newer kernel code)."""
-    out: dict = {}
-    for path in paths:
-        mine: dict = {}
-        with open(path) as f:
-            for r in csv.DictReader(f):
-                if r["check"] == "ok" and not r["label"].startswith("baseline"):
-                    k = (r["op"], r["weight"], r["input"], r["output"], int(r["cols"]))
-                    mine.setdefault(k, []).append(r)
-        out.update(mine)
-    return out
+    a later file's rows of a problem replace an earlier one's."""
+    return group_rows(
+        paths,
+        lambda r: (r["op"], r["weight"], r["input"], r["output"], int(r["cols"])),
+        lambda r: r["check"] == "ok" and not r["label"].startswith("baseline"),
+    )
 
 
-def refine_candidates(
-    refine: dict, key: registry.NormKey, cols: int, top: int, pipelines=(False, True)
-) -> list:
-    """The ``top`` fastest distinct shapes + caps of an earlier sweep, each with and without
-    the software pipeline (``pipelines``)."""
+def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
+    """The ``top`` fastest distinct shapes + caps of an earlier sweep, with and without the
+    software pipeline."""
     rows = sorted(
         refine.get((key.op, key.weight, key.input, key.output, cols), []),
         key=lambda r: float(r["median_us"]),
@@ -149,7 +142,7 @@ def refine_candidates(
             continue
         seen.add(shape)
         cfg = make_config(key, cols, *shape)
-        out += [dataclasses.replace(cfg, prefetch=pf) for pf in pipelines]
+        out += [dataclasses.replace(cfg, prefetch=pf) for pf in PREFETCH]
         if len(seen) == top:
             break
     return out

@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from _bench_cases import Case, sets_needed, softmax_dims
-from _tune_common import BACKENDS, compile_ahead, main_kernel, numba_compile_ahead
+from _tune_common import BACKENDS, compile_ahead, group_rows, main_kernel, numba_compile_ahead
 
 import rtc
 from numba_norms import dispatch, planner, registry
@@ -88,15 +88,11 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
 def load_refine(paths: list[str]) -> dict:
     """Passing rows of earlier sweeps grouped by (benchmark op, dtype, cols); a later file's
     rows of a problem replace an earlier one's."""
-    out: dict = {}
-    for path in paths:
-        mine: dict = {}
-        with open(path) as f:
-            for r in csv.DictReader(f):
-                if r["check"] == "ok":
-                    mine.setdefault((r["op"], r["dtype"], int(r["cols"])), []).append(r)
-        out.update(mine)
-    return out
+    return group_rows(paths, _problem, lambda r: r["check"] == "ok")
+
+
+def _problem(r: dict) -> tuple:
+    return (r["op"], r["dtype"], int(r["cols"]))
 
 
 def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry.SoftmaxConfig:
@@ -159,10 +155,7 @@ def winners_from_csv(
     groups: dict[tuple, list[dict]] = {}
     source: dict[tuple, str] = {}
     for path in paths:
-        mine: dict[tuple, list[dict]] = {}
-        with open(path) as f:
-            for r in csv.DictReader(f):
-                mine.setdefault((r["op"], r["dtype"], int(r["cols"])), []).append(r)
+        mine = group_rows([path], _problem, lambda r: True)
         groups.update(mine)
         source.update(dict.fromkeys(mine, run_label or os.path.dirname(path)))
     out = []
