@@ -495,14 +495,15 @@ def run_case(run: Run, bt: Any, case: Case, deadline: float) -> None:
 
 def run_host(run: Run, bt: Any) -> None:
     print(f"\nHOST COST: wall us per call, {run.args.host_calls} calls, bf16, hidden {HOST_HIDDEN}")
-    impls = ["torch"] + list(run.args.backend_list)
+    ours = list(run.args.backend_list)
+    impls = ["torch"] + ours + [f"{b}+out" for b in ours]  # +out: outputs given (out=)
     print(f"{'op':<15} {'rows':>5} " + " ".join(f"{i:>10}" for i in impls))
     for op in bt.HOST_OPS:
         for rows in HOST_ROWS:
             cells = []
             for impl in impls:
                 run.begin(f"host {op} rows={rows} {impl}")
-                row = dict(run.meta, op=op, backend="torch" if impl == "torch" else impl,
+                row = dict(run.meta, op=op, backend=impl.removesuffix("+out"),
                            impl=impl, dtype="bf16", rows=rows, cols=HOST_HIDDEN,
                            calls=run.args.host_calls)  # fmt: skip
                 try:

@@ -45,9 +45,11 @@ def _stand_ins():
     rtc_launch._core()
     rtc_launch._driver = FakeDriver(record=False)  # the driver calls return at once
     dev = FakeTorchDevice("cuda", 0)
+    base = [0x1_0000_0000]
 
-    def tensor(*shape, dtype):
-        return torch.Tensor(shape, arrays._c_strides(shape), dtype, dev, 0x10000)
+    def tensor(*shape, dtype):  # distinct addresses (outputs must not overlap inputs)
+        base[0] += 0x100_0000
+        return torch.Tensor(shape, arrays._c_strides(shape), dtype, dev, base[0])
 
     return torch, tensor
 
@@ -70,11 +72,23 @@ def _calls(torch, tensor, rows: int, hidden: int):
     )
     mu, rs = tensor(rows, dtype=f32), tensor(rows, dtype=f32)
     att = tensor(1, 1, rows, hidden, dtype=bf16)
+    # outputs allocated once, written by the "+out" calls (out=)
+    y, y_att = tensor(rows, hidden, dtype=bf16), tensor(1, 1, rows, hidden, dtype=bf16)
+    mu_o, rs_o = tensor(rows, dtype=f32), tensor(rows, dtype=f32)
+    dx, dg, db = (
+        tensor(rows, hidden, dtype=bf16),
+        tensor(hidden, dtype=bf16),
+        tensor(hidden, dtype=bf16),
+    )
     return {
         "layernorm_fwd": lambda: nn.layernorm_fwd(x, g, b),
         "rmsnorm_fwd": lambda: nn.rmsnorm_fwd(x, g),
         "layernorm_bwd": lambda: nn.layernorm_bwd(dy, x, mu, rs, g),
         "softmax_fwd": lambda: nn.scaled_softmax_fwd(att, 0.5),
+        "layernorm_fwd+out": lambda: nn.layernorm_fwd(x, g, b, out=(y, mu_o, rs_o)),
+        "rmsnorm_fwd+out": lambda: nn.rmsnorm_fwd(x, g, out=(y, rs_o)),
+        "layernorm_bwd+out": lambda: nn.layernorm_bwd(dy, x, mu, rs, g, out=(dx, dg, db)),
+        "softmax_fwd+out": lambda: nn.scaled_softmax_fwd(att, 0.5, out=y_att),
     }
 
 
@@ -83,7 +97,8 @@ def main() -> int:
     p.add_argument("--real", action="store_true", help="real torch tensors on the GPU")
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--rows", type=int, default=8)
-    p.add_argument("--profile", action="store_true", help="cProfile the layernorm_fwd loop")
+    p.add_argument("--profile", action="store_true", help="cProfile one op's loop")
+    p.add_argument("--op", default="layernorm_fwd", help="the op --profile profiles")
     args = p.parse_args()
     os.environ.pop("DISABLE_NVRTC", None)
     torch, tensor = _real() if args.real else _stand_ins()
@@ -102,9 +117,9 @@ def main() -> int:
             fn()
         sync()
         us = (time.perf_counter() - t0) / args.calls * 1e6
-        print(f"{op:14s} {us:6.2f} us per call ({where}, rows {args.rows}, hidden 4096, bf16)")
+        print(f"{op:17s} {us:6.2f} us per call ({where}, rows {args.rows}, hidden 4096, bf16)")
     if args.profile:
-        fn = calls["layernorm_fwd"]
+        fn = calls[args.op]
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(args.calls):

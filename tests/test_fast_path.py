@@ -312,3 +312,89 @@ def test_threads_share_the_remembered_signatures(env):
     assert set(y_of_x) == {x.data_ptr() for x in xs}
     for t, x in enumerate(xs):
         assert y_of_x[x.data_ptr()] == set(outs[t])  # each thread launched its own y
+
+
+# ----- caller-provided outputs (out=) -------------------------------------------------------
+
+
+def test_forward_outputs_given_repeat_into_the_given_tensors(env):
+    torch, drv, general, tensor = env
+    x, g, b = _remembered_layernorm(torch, tensor, general)
+
+    def outs(base):  # y with rows 4160 elements apart, mu, rsigma
+        return (
+            tensor((8, 4096), torch.bfloat16, base, (4160, 1)),
+            tensor((8,), torch.float32, base + 0x100000),
+            tensor((8,), torch.float32, base + 0x200000),
+        )
+
+    first, second = outs(0x1000000), outs(0x2000000)
+    assert nn.layernorm_fwd(x, g, b, out=first) == first
+    assert len(general) == 2  # out= is another signature
+    got = nn.layernorm_fwd(x, g, b, out=second)
+    assert len(general) == 2 and got == second
+    a = drv.launches[-1][3]
+    assert a[3:6] == tuple(t.data_ptr() for t in second) and (a[8], a[9]) == (4096, 4160)
+    assert _same_but(drv.launches[-2][3], a, POINTER_SLOTS_FWD)
+    # entries left None are allocated on the fast path too
+    y, mu, rs = nn.layernorm_fwd(x, g, b, out=(second[0], None, second[2]))
+    nn.layernorm_fwd(x, g, b, out=(first[0], None, first[2]))
+    assert len(general) == 3 and drv.launches[-1][3][4] not in (0, mu.data_ptr())
+    # a list is the same signature as the tuple
+    nn.layernorm_fwd(x, g, b, out=list(first))
+    assert len(general) == 3
+
+
+def test_overlapping_outputs_on_a_remembered_signature_still_raise(env):
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g = tensor((4096,), torch.bfloat16, 0x200000)
+    y, rs = tensor((8, 4096), torch.bfloat16, 0x400000), tensor((8,), torch.float32, 0x600000)
+    nn.rmsnorm_fwd(x, g, out=(y, rs))
+    nn.rmsnorm_fwd(x, g, out=(y, rs))
+    assert len(general) == 1
+    launches = len(drv.launches)
+    with pytest.raises(ValueError, match=r"out\[0\] \(y\): shares memory with x"):
+        nn.rmsnorm_fwd(x, g, out=(x, rs))  # same signature as y: the fast path must refuse
+    inside = tensor((8,), torch.float32, 0x400000 + 2 * 4096 * 7)  # in y's last row
+    with pytest.raises(ValueError, match=r"out\[0\] \(y\): shares memory with out\[1\]"):
+        nn.rmsnorm_fwd(x, g, out=(y, inside))
+    assert len(drv.launches) == launches  # nothing launched
+
+
+def test_backward_outputs_given_reach_main_and_finalize(env):
+    torch, drv, general, tensor = env
+    dy, x = tensor((8, 4096), torch.bfloat16, 0x10000), tensor((8, 4096), torch.bfloat16, 0x50000)
+    mu, rs = tensor((8,), torch.float32, 0x60000), tensor((8,), torch.float32, 0x70000)
+    g = tensor((4096,), torch.bfloat16, 0x80000)
+
+    def outs(base):
+        return tuple(
+            tensor(shape, torch.bfloat16, base + i * 0x100000)
+            for i, shape in enumerate([(8, 4096), (4096,), (4096,)])
+        )
+
+    nn.layernorm_bwd(dy, x, mu, rs, g, out=outs(0x1000000))
+    dx, dg, db = outs(0x2000000)
+    assert nn.layernorm_bwd(dy, x, mu, rs, g, out=(dx, dg, db)) == (dx, dg, db)
+    assert len(general) == 1
+    main, fin = drv.launches[-2][3], drv.launches[-1][3]
+    assert main[5] == dx.data_ptr() and fin[2:4] == (dg.data_ptr(), db.data_ptr())
+    with pytest.raises(ValueError, match=r"out\[1\] \(dgamma\): shares memory with gamma"):
+        nn.layernorm_bwd(dy, x, mu, rs, g, out=(dx, g, db))
+
+
+def test_softmax_outputs_given(sm_env):
+    torch, drv, general, tensor = sm_env
+    x = tensor((2, 4, 16, 1024), torch.bfloat16, 0x10000)
+    ys = [tensor((2, 4, 16, 1024), torch.bfloat16, 0x1000000 * (i + 1)) for i in range(2)]
+    assert nn.scaled_softmax_fwd(x, 0.5, out=ys[0]) is ys[0]
+    assert nn.scaled_softmax_fwd(x, 0.5, out=ys[1]) is ys[1]
+    assert len(general) == 1 and drv.launches[-1][3][2] == ys[1].data_ptr()
+    dy = tensor((2, 4, 16, 1024), torch.bfloat16, 0x30000000)
+    assert nn.scaled_softmax_bwd(dy, ys[1], 2.0, out=ys[0]) is ys[0]
+    assert nn.scaled_softmax_bwd(dy, ys[1], 2.0, out=ys[0]) is ys[0]
+    assert len(general) == 2 and drv.launches[-1][3][2] == ys[0].data_ptr()
+    dx_over_dy = tensor((2, 4, 16, 1024), torch.bfloat16, 0x30000000)
+    with pytest.raises(ValueError, match=r"out \(dx\): shares memory with dy"):
+        nn.scaled_softmax_bwd(dy, ys[1], 2.0, out=dx_over_dy)

@@ -132,20 +132,79 @@ def _hit(table: dict, key: tuple) -> tuple | None:
 
 
 # --------------------------------------------------------------------------------------------
+# caller-provided outputs (out=)
+# --------------------------------------------------------------------------------------------
+
+
+def _out_parts(outs: Any) -> tuple[list, tuple | None]:
+    """(addresses, signature part) of ``out``: per entry 0 / None, or the tensor's address /
+    (sig, low address bits). Raises TypeError for anything but None or a tuple or list of
+    torch tensors and None (AttributeError for stand-ins without tensor methods)."""
+    if outs is None:
+        return [], None
+    if outs.__class__ is not tuple and outs.__class__ is not list:
+        raise TypeError("out")
+    ptrs, sig = [], []
+    for o in outs:
+        if o is None:
+            ptrs.append(0)
+            sig.append(None)
+        elif isinstance(o, _tensor_type):
+            p = o.data_ptr()
+            ptrs.append(p)
+            sig.append((o.dtype, o.shape, o.stride(), o.device, p & 15))
+        else:
+            raise TypeError("out")
+    return ptrs, tuple(sig)
+
+
+def _extent(t: Any) -> int:
+    """Bytes from a torch tensor's first element past its last (0: None or empty)."""
+    if t is None or 0 in t.shape:
+        return 0
+    return (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
+
+
+def _pairs(outs: Any, ins: tuple) -> tuple:
+    """The (i, j, span i, span j) address pairs that must not overlap: each given output (index
+    i in ``[*outs, *ins]``) against every later array, absent and empty arrays left out. The
+    spans are fixed by the signature, so only the addresses are read per call."""
+    ts = tuple(outs) + ins
+    spans = [_extent(t) for t in ts]
+    return tuple(
+        (i, j, spans[i], spans[j])
+        for i in range(len(tuple(outs)))
+        for j in range(i + 1, len(ts))
+        if spans[i] and spans[j]
+    )
+
+
+def _disjoint(pairs: tuple, ptrs: list) -> bool:
+    """Whether no pair of ranges overlaps (the general path raises where this is False)."""
+    for i, j, si, sj in pairs:
+        a, b = ptrs[i], ptrs[j]
+        if a < b + sj and b < a + si:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
 # forward
 # --------------------------------------------------------------------------------------------
 
 
-def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype) -> tuple:
-    bp = 0 if beta is None else beta.data_ptr()
-    low = _low_bits(x.data_ptr(), gamma.data_ptr(), bp)
-    return (
-        kind, _nvrtc_switch(), low, _sig(x), _sig(gamma),
-        None if beta is None else _sig(beta), out_dtype, bool(zero_centered_gamma),
+def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out) -> tuple:
+    """(signature, input addresses, output addresses): each address read once a call."""
+    ins = (x.data_ptr(), gamma.data_ptr(), 0 if beta is None else beta.data_ptr())
+    optrs, osig = _out_parts(out)
+    key = (
+        kind, _nvrtc_switch(), (ins[0] | ins[1] | ins[2]) & 15, _sig(x), _sig(gamma),
+        None if beta is None else _sig(beta), out_dtype, bool(zero_centered_gamma), osig,
     )  # fmt: skip
+    return key, ins, optrs
 
 
-def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype) -> tuple | None:
+def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, out) -> tuple | None:
     """The outputs of a remembered forward signature, or None (take the general path)."""
     # isinstance: parameters (torch.nn.Parameter) are the usual gamma and beta
     if not isinstance(x, _tensor_type) or not isinstance(gamma, _tensor_type):
@@ -153,45 +212,69 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype) -> tuple
     if eps.__class__ is not float or not (0.0 <= eps < math.inf):
         return None
     try:
-        entry = _hit(_fwd, _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype))
+        key, ins, optrs = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out)
+        entry = _hit(_fwd, key)
     except (TypeError, RuntimeError, AttributeError):  # unhashable out_dtype, sparse, not torch
         return None
     if entry is None:
         return None
-    fire, backend, dev, index, y_shape, y_dtype, rows, cols, x_stride, zc = entry
+    fire, backend, dev, index, y_shape, y_dtype, rows, cols, x_stride, y_stride, zc, spans = entry
+    if out is None:
+        y = mu = rs = None
+    else:
+        if not _disjoint(spans, optrs + list(ins)):
+            return None
+        y, mu, rs = out if kind == "layernorm" else (out[0], None, out[1])
     # empty_like and sizes as separate ints parse faster than a shape tuple (y_dtype None: y is
     # like x, a contiguous tensor of y's dtype)
-    y = _empty_like(x) if y_dtype is None else _empty(*y_shape, dtype=y_dtype, device=dev)
-    mu = _empty(rows, dtype=_float32, device=dev) if kind == "layernorm" else None
-    rs = _empty(rows, dtype=_float32, device=dev)
+    if y is None:
+        y = _empty_like(x) if y_dtype is None else _empty(*y_shape, dtype=y_dtype, device=dev)
+        yp = y.data_ptr()
+    else:
+        yp = optrs[0]
+    if mu is None:
+        mup = 0
+        if kind == "layernorm":
+            mu = _empty(rows, dtype=_float32, device=dev)
+            mup = mu.data_ptr()
+    else:
+        mup = optrs[1]
+    if rs is None:
+        rs = _empty(rows, dtype=_float32, device=dev)
+        rsp = rs.data_ptr()
+    else:
+        rsp = optrs[-1]
     fire(
-        _raw_stream(index), x.data_ptr(), gamma.data_ptr(),
-        0 if beta is None else beta.data_ptr(), y.data_ptr(),
-        0 if mu is None else mu.data_ptr(), rs.data_ptr(), rows, cols, x_stride, cols, eps, zc,
-        0, 0, 0, 0, 0,
+        _raw_stream(index), ins[0], ins[1], ins[2], yp, mup, rsp, rows, cols, x_stride,
+        y_stride, eps, zc, 0, 0, 0, 0, 0,
     )  # fmt: skip
     dispatch._local.backend = backend
-    return (y, mu, rs) if mu is not None else (y, rs)
+    return (y, mu, rs) if kind == "layernorm" else (y, rs)
 
 
-def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, cols, xt):
-    """Record the signature of a forward call that just ran on the general path."""
+def remember_fwd(
+    kind, x, gamma, beta, zero_centered_gamma, out_dtype, out, outs, yt, rows, cols, xt
+) -> None:
+    """Record the signature of a forward call that just ran on the general path (``outs``:
+    the returned arrays, ``yt``: y's ingested tensor)."""
     last = _last_launch(rows, cols)
     if last is None:
         return
     backend, plan, mod, ck = last
+    y = outs[0]
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
         return
     try:
-        key = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype)
+        key = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
     fire, _ = mod.launchers(plan, xt.device)
     like = y.dtype == x.dtype and x.is_contiguous()
+    spans = None if out is None else _pairs(out, (x, gamma, beta))
     entry = (
         fire, backend, y.device, xt.device, tuple(y.shape), None if like else y.dtype, rows,
-        cols, xt.rows_cols()[2], 1 if zero_centered_gamma else 0,
+        cols, xt.rows_cols()[2], yt.rows_cols()[2], 1 if zero_centered_gamma else 0, spans,
     )  # fmt: skip
     _store(_fwd, key, ck, plan, entry)
 
@@ -201,59 +284,85 @@ def remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, y, rows, 
 # --------------------------------------------------------------------------------------------
 
 
-def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple:
-    mp = 0 if mu is None else mu.data_ptr()
-    low = _low_bits(dy.data_ptr(), x.data_ptr(), gamma.data_ptr(), rsigma.data_ptr(), mp)
-    return (
-        kind, _nvrtc_switch(), low, _sig(dy), _sig(x),
-        None if mu is None else _sig(mu), _sig(rsigma), _sig(gamma), bool(zero_centered_gamma),
+def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple:
+    """(signature, input addresses, output addresses)."""
+    ins = (
+        dy.data_ptr(), x.data_ptr(), 0 if mu is None else mu.data_ptr(), rsigma.data_ptr(),
+        gamma.data_ptr(),
     )  # fmt: skip
+    optrs, osig = _out_parts(out)
+    key = (
+        kind, _nvrtc_switch(), (ins[0] | ins[1] | ins[2] | ins[3] | ins[4]) & 15, _sig(dy),
+        _sig(x), None if mu is None else _sig(mu), _sig(rsigma), _sig(gamma),
+        bool(zero_centered_gamma), osig,
+    )  # fmt: skip
+    return key, ins, optrs
 
 
-def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma) -> tuple | None:
+def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple | None:
     """The gradients of a remembered backward signature, or None (take the general path)."""
     if not isinstance(x, _tensor_type) or not isinstance(dy, _tensor_type):
         return None
     try:
-        entry = _hit(_bwd, _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma))
+        key, ins, optrs = _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out)
+        entry = _hit(_bwd, key)
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
         return None
-    main, fin, backend, dev, index, rows, cols, strides, zc, part, sizes = entry
+    main, fin, backend, dev, index, rows, cols, strides, zc, part, sizes, spans = entry
     dx_shape, dx_dtype, g_dtype, scratch_bytes, partial_rows = sizes
-    dx = _empty_like(x) if dx_dtype is None else _empty(*dx_shape, dtype=dx_dtype, device=dev)
-    dgamma = _empty(cols, dtype=g_dtype, device=dev)
-    dbeta = _empty(cols, dtype=g_dtype, device=dev) if kind == "layernorm" else None
+    if out is None:
+        dx = dgamma = dbeta = None
+    else:
+        if not _disjoint(spans, optrs + list(ins)):
+            return None
+        dx, dgamma, dbeta = out if kind == "layernorm" else (out[0], out[1], None)
+    if dx is None:
+        dx = _empty_like(x) if dx_dtype is None else _empty(*dx_shape, dtype=dx_dtype, device=dev)
+        dxp = dx.data_ptr()
+    else:
+        dxp = optrs[0]
+    if dgamma is None:
+        dgamma = _empty(cols, dtype=g_dtype, device=dev)
+        dgp_out = dgamma.data_ptr()
+    else:
+        dgp_out = optrs[1]
+    if dbeta is None:
+        dbp_out = 0
+        if kind == "layernorm":
+            dbeta = _empty(cols, dtype=g_dtype, device=dev)
+            dbp_out = dbeta.data_ptr()
+    else:
+        dbp_out = optrs[2]
     base = _empty(scratch_bytes, dtype=_uint8, device=dev).data_ptr()
     dgp = base + part[0]
-    dbp = 0 if dbeta is None else base + part[1]
+    dbp = 0 if kind != "layernorm" else base + part[1]
     stream = _raw_stream(index)
-    dy_s, x_s = strides
+    dy_s, x_s, dx_s = strides
     main(
-        stream, dy.data_ptr(), x.data_ptr(), 0 if mu is None else mu.data_ptr(),
-        rsigma.data_ptr(), gamma.data_ptr(), dx.data_ptr(), 0, dgp, dbp, rows, cols, dy_s, x_s,
-        cols, 0, zc, 0, 0,
+        stream, ins[0], ins[1], ins[2], ins[3], ins[4], dxp, 0, dgp, dbp, rows, cols, dy_s, x_s,
+        dx_s, 0, zc, 0, 0,
     )  # fmt: skip
-    fin(
-        stream, dgp, dbp, dgamma.data_ptr(), 0 if dbeta is None else dbeta.data_ptr(),
-        partial_rows, cols,
-    )  # fmt: skip
+    fin(stream, dgp, dbp, dgp_out, dbp_out, partial_rows, cols)
     dispatch._local.backend = backend
-    return (dx, dgamma, dbeta) if dbeta is not None else (dx, dgamma)
+    return (dx, dgamma, dbeta) if kind == "layernorm" else (dx, dgamma)
 
 
-def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, xt, rows, cols):
+def remember_bwd(
+    kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out, outs, dxt, dyt, xt, rows, cols
+) -> None:
     """Record the signature of a backward call (no fused add) that just ran on the general
-    path."""
+    path (``outs``: the returned arrays, ``dxt``: dx's ingested tensor)."""
     last = _last_launch(rows, cols, barrier_free=False)  # the partials live in scratch
     if last is None:
         return
     backend, plan, mod, ck = last
+    dx = outs[0]
     if not isinstance(x, _tensor_type) or dx.data_ptr() & 15:
         return
     try:
-        key = _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma)
+        key = _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
@@ -263,10 +372,12 @@ def remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, dx, dyt, x
         tuple(dx.shape), None if like else dx.dtype, gamma.dtype, plan.scratch_bytes,
         plan.partial_rows,
     )  # fmt: skip
+    spans = None if out is None else _pairs(out, (dy, x, mu, rsigma, gamma))
+    strides = (dyt.rows_cols()[2], xt.rows_cols()[2], dxt.rows_cols()[2])
     entry = (
-        main, fin, backend, dx.device, xt.device, rows, cols,
-        (dyt.rows_cols()[2], xt.rows_cols()[2]), 1 if zero_centered_gamma else 0,
-        (plan.partial_offset, plan.dbeta_partial_offset), sizes,
+        main, fin, backend, dx.device, xt.device, rows, cols, strides,
+        1 if zero_centered_gamma else 0, (plan.partial_offset, plan.dbeta_partial_offset),
+        sizes, spans,
     )  # fmt: skip
     _store(_bwd, key, ck, plan, entry)
 
@@ -283,96 +394,137 @@ def _finite(scale: Any) -> bool:
     return scale.__class__ is float and -math.inf < scale < math.inf
 
 
-def _sm_fwd_key(variant: str, x, mask) -> tuple:
-    if mask is None:
-        return (variant, _nvrtc_switch(), x.data_ptr() & 15, _sig(x), None)
-    low = (x.data_ptr() | mask.data_ptr()) & 15
-    return (variant, _nvrtc_switch(), low, _sig(x), _sig(mask))
+def _one_out(out: Any) -> tuple[int, tuple | None]:
+    """(address, signature part) of a softmax ``out``: (0, None) for None, else one torch
+    tensor's (TypeError otherwise)."""
+    if out is None:
+        return 0, None
+    if not isinstance(out, _tensor_type):
+        raise TypeError("out")
+    p = out.data_ptr()
+    return p, (_sig(out), p & 15)
 
 
-def _sm_bwd_key(dy, y, ndim: int) -> tuple:
-    low = (dy.data_ptr() | y.data_ptr()) & 15
-    return (ndim, _nvrtc_switch(), low, _sig(dy), _sig(y))
+def _sm_fwd_key(variant: str, x, mask, out) -> tuple:
+    """(signature, [out, x, mask] addresses)."""
+    xp = x.data_ptr()
+    mp = 0 if mask is None else mask.data_ptr()
+    op, osig = _one_out(out)
+    key = (
+        variant, _nvrtc_switch(), (xp | mp) & 15, _sig(x), None if mask is None else _sig(mask),
+        osig,
+    )  # fmt: skip
+    return key, [op, xp, mp]
 
 
-def run_softmax_fwd(variant: str, x, mask, scale) -> Any:
+def _sm_bwd_key(dy, y, ndim: int, out) -> tuple:
+    """(signature, [out, dy, y] addresses)."""
+    dyp, yp = dy.data_ptr(), y.data_ptr()
+    op, osig = _one_out(out)
+    return (ndim, _nvrtc_switch(), (dyp | yp) & 15, _sig(dy), _sig(y), osig), [op, dyp, yp]
+
+
+def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
     """y of a remembered softmax forward signature, or None (take the general path)."""
     if not _finite(scale) or not isinstance(x, _tensor_type):
         return None
     try:
-        entry = _hit(_sm_fwd, _sm_fwd_key(variant, x, mask))
+        key, ptrs = _sm_fwd_key(variant, x, mask, out)
+        entry = _hit(_sm_fwd, key)
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
         return None
-    fire, backend, dev, index, rows, cols, xs, ms, sq, heads, mask_batch = entry
-    y = _empty_like(x)  # remembered only where x is contiguous
+    fire, backend, index, rows, cols, xs, ys, ms, sq, heads, mask_batch, spans = entry
+    if out is None:
+        y = _empty_like(x)  # remembered only where x is contiguous
+        ptrs[0] = y.data_ptr()
+    elif _disjoint(spans, ptrs):
+        y = out
+    else:
+        return None
     fire(
-        _raw_stream(index), x.data_ptr(), 0 if mask is None else mask.data_ptr(), y.data_ptr(),
-        rows, cols, xs, cols, ms, sq, heads, mask_batch, scale, 0, 0,
+        _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, xs, ys, ms, sq, heads,
+        mask_batch, scale, 0, 0,
     )  # fmt: skip
     dispatch._local.backend = backend
     return y
 
 
-def remember_softmax_fwd(variant: str, x, mask, y, xt, mt, rows: int, cols: int) -> None:
-    """Record a softmax forward signature that just ran on the general path."""
+def remember_softmax_fwd(variant: str, x, mask, out, y, yt, xt, mt, rows: int, cols: int) -> None:
+    """Record a softmax forward signature that just ran on the general path (``y``: the
+    returned array, ``yt``: its ingested tensor)."""
     last = _last_launch(rows, cols)
     if last is None:
         return
     backend, plan, mod, ck = last
-    if not isinstance(x, _tensor_type) or y.data_ptr() & 15 or not x.is_contiguous():
-        return  # y is allocated like x: one saved row pitch for both
+    if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
+        return
+    if out is None and not x.is_contiguous():
+        return  # y is allocated like x
     try:
-        key = _sm_fwd_key(variant, x, mask)
+        key = _sm_fwd_key(variant, x, mask, out)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
     fire, _ = mod.launchers(plan, xt.device)
     sq = xt.shape[-2]
     heads = xt.shape[1] if xt.ndim == 4 else 1
+    spans = None if out is None else _pairs((out,), (x, mask))
     entry = (
-        fire, backend, y.device, xt.device, rows, cols, xt.rows_cols()[2],
+        fire, backend, xt.device, rows, cols, xt.rows_cols()[2], yt.rows_cols()[2],
         0 if mt is None else mt.rows_cols()[2], sq, heads, 1 if mt is None else mt.shape[0],
+        spans,
     )  # fmt: skip
     _store(_sm_fwd, key, ck, plan, entry)
 
 
-def run_softmax_bwd(dy, y, scale, ndim: int) -> Any:
+def run_softmax_bwd(dy, y, scale, ndim: int, out) -> Any:
     """dx of a remembered softmax backward signature, or None (take the general path)."""
     if not _finite(scale) or not isinstance(y, _tensor_type) or not isinstance(dy, _tensor_type):
         return None
     try:
-        entry = _hit(_sm_bwd, _sm_bwd_key(dy, y, ndim))
+        key, ptrs = _sm_bwd_key(dy, y, ndim, out)
+        entry = _hit(_sm_bwd, key)
     except (TypeError, RuntimeError, AttributeError):
         return None
     if entry is None:
         return None
-    fire, backend, dev, index, rows, cols, dys, ys = entry
-    dx = _empty_like(y)  # remembered only where y is contiguous
+    fire, backend, index, rows, cols, dys, ys, dxs, spans = entry
+    if out is None:
+        dx = _empty_like(y)  # remembered only where y is contiguous
+        ptrs[0] = dx.data_ptr()
+    elif _disjoint(spans, ptrs):
+        dx = out
+    else:
+        return None
     fire(
-        _raw_stream(index), dy.data_ptr(), y.data_ptr(), dx.data_ptr(), rows, cols, dys, ys,
-        cols, scale, 0, 0,
+        _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, dys, ys, dxs, scale, 0, 0,
     )  # fmt: skip
     dispatch._local.backend = backend
     return dx
 
 
-def remember_softmax_bwd(dy, y, dx, dyt, yt, rows: int, cols: int, ndim: int) -> None:
-    """Record a softmax backward signature that just ran on the general path."""
+def remember_softmax_bwd(dy, y, out, dx, dxt, dyt, yt, rows: int, cols: int, ndim: int) -> None:
+    """Record a softmax backward signature that just ran on the general path (``dx``: the
+    returned array, ``dxt``: its ingested tensor)."""
     last = _last_launch(rows, cols)
     if last is None:
         return
     backend, plan, mod, ck = last
-    if not isinstance(y, _tensor_type) or dx.data_ptr() & 15 or not y.is_contiguous():
+    if not isinstance(y, _tensor_type) or dx.data_ptr() & 15:
         return
+    if out is None and not y.is_contiguous():
+        return  # dx is allocated like y
     try:
-        key = _sm_bwd_key(dy, y, ndim)
+        key = _sm_bwd_key(dy, y, ndim, out)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
     fire, _ = mod.launchers(plan, yt.device)
+    spans = None if out is None else _pairs((out,), (dy, y))
     entry = (
-        fire, backend, dx.device, yt.device, rows, cols, dyt.rows_cols()[2], yt.rows_cols()[2],
+        fire, backend, yt.device, rows, cols, dyt.rows_cols()[2], yt.rows_cols()[2],
+        dxt.rows_cols()[2], spans,
     )  # fmt: skip
     _store(_sm_bwd, key, ck, plan, entry)

@@ -6,7 +6,7 @@ import math
 
 from .. import arrays, dispatch, registry
 from ..backends.common import NormBwdArgs, NormFwdArgs
-from . import _fast
+from . import _fast, _out
 
 __all__ = ["norm_bwd", "norm_fwd"]
 
@@ -75,11 +75,12 @@ def norm_fwd(
     scale=None,
     amax=None,
     scale_inv=None,
+    out=None,
 ):
     """Forward of ``kind`` ("layernorm" or "rmsnorm"); returns the caller-kind outputs."""
     plain = stream is None and scale is None and amax is None and scale_inv is None
     if plain:
-        outs = _fast.norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype)
+        outs = _fast.norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, out)
         if outs is not None:
             return outs
     op = f"{kind}_fwd"
@@ -94,22 +95,30 @@ def norm_fwd(
     _check_vector(gt, "gamma", cols)
     if bt is not None:
         _check_vector(bt, "beta", cols, gt.dtype)
-    out = gt.dtype if out_dtype is None else arrays.dtype_name(out_dtype)
-    key = registry.NormKey(op, gt.dtype, xt.dtype, out)
+    yd = gt.dtype if out_dtype is None else arrays.dtype_name(out_dtype)
+    key = registry.NormKey(op, gt.dtype, xt.dtype, yd)
     _check_combo(op, key)
     st = _scalar(call, scale, "scale", writes=False)
     at = _scalar(call, amax, "amax", writes=True)
     sit = _scalar(call, scale_inv, "scale_inv", writes=True)
-    if out in FP8:
+    if yd in FP8:
         if st is None:
-            raise ValueError(f"scale: required with an FP8 out_dtype ({out})")
+            raise ValueError(f"scale: required with an FP8 out_dtype ({yd})")
     elif st is not None or sit is not None:
         name = "scale" if st is not None else "scale_inv"
-        raise ValueError(f"{name}: only used with an FP8 out_dtype, but y is {out}")
+        raise ValueError(f"{name}: only used with an FP8 out_dtype, but y is {yd}")
 
-    y = call.output(xt.shape, out, "y")
-    mu = call.output((rows,), "fp32", "mu") if kind == "layernorm" else None
-    rsigma = call.output((rows,), "fp32", "rsigma")
+    names = ("y", "mu", "rsigma") if kind == "layernorm" else ("y", "rsigma")
+    given = dict(zip(names, _out.unpack(out, names), strict=True))
+    y = _out.output(call, given["y"], "y", xt.shape, yd, 0)
+    mu = None
+    if kind == "layernorm":
+        mu = _out.output(call, given["mu"], "mu", (rows,), "fp32", 1)
+    rsigma = _out.output(call, given["rsigma"], "rsigma", (rows,), "fp32", len(names) - 1)
+    if out is not None:
+        made = {"y": y, "mu": mu, "rsigma": rsigma}
+        provided = [made[n] for n in names if given[n] is not None]
+        _out.check_disjoint(provided, [xt, gt, bt, st, at, sit])
     if rows:
         args = NormFwdArgs(
             xt, gt, bt, y, mu, rsigma, eps, bool(zero_centered_gamma), None, st, at, sit
@@ -119,16 +128,16 @@ def norm_fwd(
         dispatch.run_norm(kind, key, call, args, rows, cols, pairs)
     outs = call.finish(*((y, mu, rsigma) if kind == "layernorm" else (y, rsigma)))
     if plain and call.kind == "torch":
-        _fast.remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, outs[0], rows,
-                           cols, xt)  # fmt: skip
+        _fast.remember_fwd(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out, outs, y,
+                           rows, cols, xt)  # fmt: skip
     return outs
 
 
-def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream):
+def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, out=None):
     """Backward of ``kind``; returns (dx, dgamma, dbeta) or (dx, dgamma)."""
     plain = stream is None and add is None
     if plain:
-        grads = _fast.norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma)
+        grads = _fast.norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out)
         if grads is not None:
             return grads
     op = f"{kind}_bwd"
@@ -154,9 +163,17 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream):
     key = registry.NormKey(op, gt.dtype, xt.dtype, dyt.dtype, addt is not None)
     _check_combo(op, key)
 
-    dx = call.output(xt.shape, xt.dtype, "dx")
-    dgamma = call.output((cols,), gt.dtype, "dgamma")
-    dbeta = call.output((cols,), gt.dtype, "dbeta") if kind == "layernorm" else None
+    names = ("dx", "dgamma", "dbeta") if kind == "layernorm" else ("dx", "dgamma")
+    given = dict(zip(names, _out.unpack(out, names), strict=True))
+    dx = _out.output(call, given["dx"], "dx", xt.shape, xt.dtype, 0)
+    dgamma = _out.output(call, given["dgamma"], "dgamma", (cols,), gt.dtype, 1)
+    dbeta = None
+    if kind == "layernorm":
+        dbeta = _out.output(call, given["dbeta"], "dbeta", (cols,), gt.dtype, 2)
+    if out is not None:
+        made = {"dx": dx, "dgamma": dgamma, "dbeta": dbeta}
+        provided = [made[n] for n in names if given[n] is not None]
+        _out.check_disjoint(provided, [dyt, xt, mut, rst, gt, addt])
     if rows:
         args = NormBwdArgs(
             dyt, xt, mut, rst, gt, dx, addt, dgamma, dbeta, bool(zero_centered_gamma)
@@ -168,8 +185,8 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream):
         _zero_fill(call, dgamma, dbeta)
     outs = call.finish(*((dx, dgamma, dbeta) if kind == "layernorm" else (dx, dgamma)))
     if plain and call.kind == "torch":
-        _fast.remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, outs[0], dyt, xt,
-                           rows, cols)  # fmt: skip
+        _fast.remember_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out, outs, dx,
+                           dyt, xt, rows, cols)  # fmt: skip
     return outs
 
 

@@ -21,6 +21,7 @@ def layernorm_fwd(
     amax: Any = None,
     scale_inv: Any = None,
     stream: Any = None,
+    out: Any = None,
 ) -> tuple[Any, Any, Any]:
     """LayerNorm over the last dimension, computed in fp32.
 
@@ -56,6 +57,12 @@ def layernorm_fwd(
     stream : stream, optional
         Numba / cuda.core / torch / CuPy stream, anything with ``__cuda_stream__``, or a raw
         handle. torch inputs default to torch's current stream.
+    out : tuple, optional
+        ``(y, mu, rsigma)`` to write instead of allocating: each an array of the kind and
+        device of the inputs, or None (allocated). ``y``: shape of ``x`` and dtype
+        ``out_dtype``, contiguous columns and one row pitch (rows may be padded); ``mu``,
+        ``rsigma``: fp32, ``rows`` contiguous elements. No output may share memory with an
+        input or another output (ValueError). The call returns these arrays.
 
     Returns
     -------
@@ -70,7 +77,8 @@ def layernorm_fwd(
         Unsupported dtype or dtype combination (the message lists the supported ones).
     ValueError
         Mismatched shapes, hidden size 0, non-contiguous last dimension, arrays on different
-        devices, or host and device arrays mixed.
+        devices, host and device arrays mixed, or an ``out`` array of the wrong shape, layout
+        or overlapping another argument (TypeError for its dtype).
     """
     return norm_fwd(
         "layernorm",
@@ -84,6 +92,7 @@ def layernorm_fwd(
         scale,
         amax,
         scale_inv,
+        out,
     )
 
 
@@ -96,6 +105,7 @@ def layernorm_bwd(
     *,
     zero_centered_gamma: bool = False,
     stream: Any = None,
+    out: Any = None,
 ) -> tuple[Any, Any, Any]:
     """Gradients of :func:`layernorm_fwd`.
 
@@ -109,6 +119,9 @@ def layernorm_bwd(
         As in the forward.
     stream : stream, optional
         As in :func:`layernorm_fwd`.
+    out : tuple, optional
+        ``(dx, dgamma, dbeta)`` to write instead of allocating, each an array or None; shapes
+        and dtypes as returned, rules as for the forward's ``out``.
 
     Returns
     -------
@@ -118,4 +131,4 @@ def layernorm_bwd(
         ``[hidden]`` in gamma's dtype. Deterministic: per-CTA fp32 partials reduced in a fixed
         order, no atomics.
     """
-    return norm_bwd("layernorm", dy, x, mu, rsigma, gamma, zero_centered_gamma, None, stream)
+    return norm_bwd("layernorm", dy, x, mu, rsigma, gamma, zero_centered_gamma, None, stream, out)

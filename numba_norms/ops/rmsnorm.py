@@ -20,13 +20,14 @@ def rmsnorm_fwd(
     amax: Any = None,
     scale_inv: Any = None,
     stream: Any = None,
+    out: Any = None,
 ) -> tuple[Any, Any]:
     """RMSNorm over the last dimension, computed in fp32.
 
     ``rsigma = 1 / sqrt(mean(x^2) + eps)``, ``y = x * rsigma * g`` with ``g = gamma + 1`` when
     ``zero_centered_gamma`` else ``gamma``. Arguments, kinds, streams and errors are those of
     :func:`numba_norms.layernorm_fwd` (without ``beta``), FP8 output with ``scale``, ``amax``
-    and ``scale_inv`` included.
+    and ``scale_inv`` included; ``out`` is ``(y, rsigma)``.
 
     Returns
     -------
@@ -47,6 +48,7 @@ def rmsnorm_fwd(
         scale,
         amax,
         scale_inv,
+        out,
     )
 
 
@@ -59,6 +61,7 @@ def rmsnorm_bwd(
     zero_centered_gamma: bool = False,
     add: Any = None,
     stream: Any = None,
+    out: Any = None,
 ) -> tuple[Any, Any]:
     """Gradients of :func:`rmsnorm_fwd`.
 
@@ -74,6 +77,9 @@ def rmsnorm_bwd(
         residual branch).
     stream : stream, optional
         As in :func:`numba_norms.layernorm_fwd`.
+    out : tuple, optional
+        ``(dx, dgamma)`` to write instead of allocating (rules of
+        :func:`numba_norms.layernorm_fwd`'s ``out``).
 
     Returns
     -------
@@ -82,4 +88,4 @@ def rmsnorm_bwd(
     dgamma : array
         ``[hidden]`` in gamma's dtype, deterministic.
     """
-    return norm_bwd("rmsnorm", dy, x, None, rsigma, gamma, zero_centered_gamma, add, stream)
+    return norm_bwd("rmsnorm", dy, x, None, rsigma, gamma, zero_centered_gamma, add, stream, out)

@@ -2,6 +2,9 @@
 
 Every function works along the last dimension in fp32 and returns arrays of the input's dtype
 and kind. Unlike TE, any key length (1 to 131072 and beyond), any query length and batch work.
+``out=`` (every function) is an array to write instead of allocating: the result's shape and
+dtype, the inputs' kind and device, contiguous columns, no memory shared with an input
+(the rules of :func:`numba_norms.layernorm_fwd`'s ``out``); the call returns it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any
 
 from .. import arrays, dispatch
 from ..backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
-from . import _fast
+from . import _fast, _out
 
 __all__ = [
     "scaled_aligned_causal_masked_softmax_bwd",
@@ -37,9 +40,9 @@ def _check_scale(scale: float) -> float:
     return scale
 
 
-def _forward(variant: str, x, scale, stream, *, ndim: int, mask=None):
+def _forward(variant: str, x, scale, stream, out, *, ndim: int, mask=None):
     if stream is None:
-        y = _fast.run_softmax_fwd(variant, x, mask, scale)
+        y = _fast.run_softmax_fwd(variant, x, mask, scale, out)
         if y is not None:
             return y
     scale = _check_scale(scale)
@@ -57,7 +60,9 @@ def _forward(variant: str, x, scale, stream, *, ndim: int, mask=None):
                 f"got {mt.shape}"
             )
     rows, cols, _ = xt.rows_cols()
-    y = call.output(xt.shape, xt.dtype, "y")
+    y = _out.output(call, out, "y", xt.shape, xt.dtype, None)
+    if out is not None:
+        _out.check_disjoint([y], [xt, mt])
     if rows and cols:
         sq = xt.shape[-2]
         heads = xt.shape[1] if ndim == 4 else 1
@@ -68,15 +73,15 @@ def _forward(variant: str, x, scale, stream, *, ndim: int, mask=None):
         used = [xt, y] + ([mt] if mt is not None else [])
         pairs = [(t.alignment(), t.itemsize) for t in used]
         dispatch.run_softmax("softmax_fwd", variant, xt.dtype, call, args, rows, cols, pairs)
-    out = call.finish(y)[0]
+    res = call.finish(y)[0]
     if stream is None and call.kind == "torch":
-        _fast.remember_softmax_fwd(variant, x, mask, out, xt, mt, rows, cols)
-    return out
+        _fast.remember_softmax_fwd(variant, x, mask, out, res, y, xt, mt, rows, cols)
+    return res
 
 
-def _backward(dy, y, scale, stream, *, ndim: int):
+def _backward(dy, y, scale, stream, out, *, ndim: int):
     if stream is None:
-        dx = _fast.run_softmax_bwd(dy, y, scale, ndim)
+        dx = _fast.run_softmax_bwd(dy, y, scale, ndim, out)
         if dx is not None:
             return dx
     scale = _check_scale(scale)
@@ -89,28 +94,34 @@ def _backward(dy, y, scale, stream, *, ndim: int):
         raise TypeError(f"dy: expected dtype {yt.dtype} (as y), got {dyt.dtype}")
     rows, cols, _ = yt.rows_cols()
     dyt.rows_cols()
-    dx = call.output(yt.shape, yt.dtype, "dx")
+    dx = _out.output(call, out, "dx", yt.shape, yt.dtype, None)
+    if out is not None:
+        _out.check_disjoint([dx], [dyt, yt])
     if rows and cols:
         args = SoftmaxBwdArgs(dyt, yt, dx, scale)
         pairs = [(t.alignment(), t.itemsize) for t in (dyt, yt, dx)]
         dispatch.run_softmax("softmax_bwd", "scaled", yt.dtype, call, args, rows, cols, pairs)
-    out = call.finish(dx)[0]
+    res = call.finish(dx)[0]
     if stream is None and call.kind == "torch":
-        _fast.remember_softmax_bwd(dy, y, out, dyt, yt, rows, cols, ndim)
-    return out
+        _fast.remember_softmax_bwd(dy, y, out, res, dx, dyt, yt, rows, cols, ndim)
+    return res
 
 
-def scaled_softmax_fwd(x: Any, scale: float, *, stream: Any = None) -> Any:
+def scaled_softmax_fwd(x: Any, scale: float, *, stream: Any = None, out: Any = None) -> Any:
     """``y = softmax(scale * x)`` over the last dimension of ``x: [b, h, sq, sk]``."""
-    return _forward("scaled", x, scale, stream, ndim=4)
+    return _forward("scaled", x, scale, stream, out, ndim=4)
 
 
-def scaled_softmax_bwd(dy: Any, y: Any, scale: float, *, stream: Any = None) -> Any:
+def scaled_softmax_bwd(
+    dy: Any, y: Any, scale: float, *, stream: Any = None, out: Any = None
+) -> Any:
     """``dx = scale * y * (dy - sum(dy * y))`` per row; ``dy``, ``y``: ``[b, h, sq, sk]``."""
-    return _backward(dy, y, scale, stream, ndim=4)
+    return _backward(dy, y, scale, stream, out, ndim=4)
 
 
-def scaled_masked_softmax_fwd(x: Any, mask: Any, scale: float, *, stream: Any = None) -> Any:
+def scaled_masked_softmax_fwd(
+    x: Any, mask: Any, scale: float, *, stream: Any = None, out: Any = None
+) -> Any:
     """Softmax of ``scale * x`` with masked positions set to -10000 first.
 
     Parameters
@@ -123,37 +134,43 @@ def scaled_masked_softmax_fwd(x: Any, mask: Any, scale: float, *, stream: Any = 
     scale : float
         Applied to ``x`` before masking.
     """
-    return _forward("masked", x, scale, stream, ndim=4, mask=mask)
+    return _forward("masked", x, scale, stream, out, ndim=4, mask=mask)
 
 
-def scaled_masked_softmax_bwd(dy: Any, y: Any, scale: float, *, stream: Any = None) -> Any:
+def scaled_masked_softmax_bwd(
+    dy: Any, y: Any, scale: float, *, stream: Any = None, out: Any = None
+) -> Any:
     """Backward of :func:`scaled_masked_softmax_fwd` (same formula as the unmasked one)."""
-    return _backward(dy, y, scale, stream, ndim=4)
+    return _backward(dy, y, scale, stream, out, ndim=4)
 
 
-def scaled_upper_triang_masked_softmax_fwd(x: Any, scale: float, *, stream: Any = None) -> Any:
+def scaled_upper_triang_masked_softmax_fwd(
+    x: Any, scale: float, *, stream: Any = None, out: Any = None
+) -> Any:
     """Causal softmax of ``x: [attn_batches, sq, sq]``: (i, j) with j > i gives exactly 0."""
-    return _forward("upper_triang", x, scale, stream, ndim=3)
+    return _forward("upper_triang", x, scale, stream, out, ndim=3)
 
 
 def scaled_upper_triang_masked_softmax_bwd(
-    dy: Any, y: Any, scale: float, *, stream: Any = None
+    dy: Any, y: Any, scale: float, *, stream: Any = None, out: Any = None
 ) -> Any:
     """Backward of :func:`scaled_upper_triang_masked_softmax_fwd`; ``[attn_batches, sq, sq]``."""
-    return _backward(dy, y, scale, stream, ndim=3)
+    return _backward(dy, y, scale, stream, out, ndim=3)
 
 
-def scaled_aligned_causal_masked_softmax_fwd(x: Any, scale: float, *, stream: Any = None) -> Any:
+def scaled_aligned_causal_masked_softmax_fwd(
+    x: Any, scale: float, *, stream: Any = None, out: Any = None
+) -> Any:
     """Causal softmax aligned to the bottom-right corner of ``x: [b, h, sq, sk]``.
 
     Row ``i`` keeps columns ``j <= i + (sk - sq)``; the others are exactly 0, and a row that
     keeps nothing (possible when ``sk < sq``) is all zeros.
     """
-    return _forward("aligned_causal", x, scale, stream, ndim=4)
+    return _forward("aligned_causal", x, scale, stream, out, ndim=4)
 
 
 def scaled_aligned_causal_masked_softmax_bwd(
-    dy: Any, y: Any, scale: float, *, stream: Any = None
+    dy: Any, y: Any, scale: float, *, stream: Any = None, out: Any = None
 ) -> Any:
     """Backward of :func:`scaled_aligned_causal_masked_softmax_fwd`."""
-    return _backward(dy, y, scale, stream, ndim=4)
+    return _backward(dy, y, scale, stream, out, ndim=4)

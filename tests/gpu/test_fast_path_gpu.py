@@ -103,3 +103,58 @@ def test_fast_path_follows_the_current_stream(general_calls):
         assert len(general_calls) == n
     s.synchronize()
     assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("pad", [0, 64])
+def test_outputs_given_match_allocated_bitwise(backend, general_calls, pad):
+    """out= (first call general, the repeat fast) writes the bytes the allocating call returns,
+    also into row-padded y / dx, and leaves the padding alone."""
+    bf = torch.bfloat16
+    rows, cols = 64, 4096
+    x = torch.randn(rows, cols, device="cuda", dtype=bf)
+    g = torch.randn(cols, device="cuda", dtype=bf) * 0.2 + 1
+    b = torch.randn(cols, device="cuda", dtype=bf) * 0.1
+    dy = torch.randn(rows, cols, device="cuda", dtype=bf)
+    want_f = nn.layernorm_fwd(x, g, b)
+    want_b = nn.layernorm_bwd(dy, x, want_f[1], want_f[2], g)
+
+    def fresh_fwd():
+        base = torch.full((rows, cols + pad), 3.0, device="cuda", dtype=bf)
+        y = base[:, :cols]
+        stats = [torch.full((rows,), 3.0, device="cuda") for _ in range(2)]
+        return base, (y, *stats)
+
+    for _ in range(2):  # general path, then the fast path
+        base, out = fresh_fwd()
+        n = len(general_calls)
+        got = nn.layernorm_fwd(x, g, b, out=out)
+        assert all(u is v for u, v in zip(got, out, strict=True))
+        assert all(_same(u.contiguous(), v) for u, v in zip(got, want_f, strict=True))
+        assert bool((base[:, cols:] == 3.0).all())
+    assert len(general_calls) == n, "the repeat went through the general path"
+    for _ in range(2):
+        dx = torch.full((rows, cols + pad), 3.0, device="cuda", dtype=bf)[:, :cols]
+        grads = (dx, torch.empty(cols, device="cuda", dtype=bf), None)
+        got = nn.layernorm_bwd(dy, x, want_f[1], want_f[2], g, out=grads)
+        assert got[0] is dx and got[1] is grads[1]
+        assert all(_same(u.contiguous(), v) for u, v in zip(got, want_b, strict=True))
+    assert len(general_calls) == n + 1
+    y = torch.empty(2, 4, 64, 512, device="cuda", dtype=bf)
+    s = torch.randn(2, 4, 64, 512, device="cuda", dtype=bf)
+    want = nn.scaled_softmax_fwd(s, 0.5)
+    for _ in range(2):
+        assert nn.scaled_softmax_fwd(s, 0.5, out=y) is y and _same(y, want)
+    assert nn.last_backend() == backend
+
+
+def test_outputs_given_as_cupy_arrays(backend):
+    cp = pytest.importorskip("cupy")
+    x = cp.random.standard_normal((32, 2048)).astype(cp.float32)
+    g = cp.ones(2048, cp.float32) * 0.5
+    y_want, rs_want = nn.rmsnorm_fwd(x, g)
+    y, rs = cp.empty_like(x), cp.empty(32, cp.float32)
+    got = nn.rmsnorm_fwd(x, g, out=(y, rs))
+    assert got[0] is y and got[1] is rs
+    assert bool((y == y_want).all()) and bool((rs == rs_want).all())
+    with pytest.raises(ValueError, match="shares memory with x"):
+        nn.rmsnorm_fwd(x, g, out=(x, rs))
