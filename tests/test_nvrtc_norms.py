@@ -315,6 +315,23 @@ def test_long_backward_rows_stay_in_registers(spec):
     assert spills <= 32, report
 
 
+# RMSNorm forward slices whose packed row and packed weights fill the register cap exactly
+# (1 CTA of 32 warps a 65536-column row: 64 + 64 bf16 elements in 64 registers): holding the
+# weights spilled 156-164 B (ptxas); they are re-read from L1 instead.
+REREAD_FWD_SPECS = [
+    _shape("rmsnorm_fwd", "bf16", 65536, 1, 1, 32, 1, False),
+    _shape("rmsnorm_fwd", "fp16", 65536, 1, 1, 32, 1, False),
+]
+
+
+@pytest.mark.parametrize("spec", REREAD_FWD_SPECS, ids=_spec_id)
+def test_forward_rows_filling_the_cap_reread_weights(spec):
+    report = _ptxas_report(spec)
+    assert len(report) == 1, report
+    _regs, frame, spills = next(iter(report.values()))
+    assert frame == 0 and spills == 0, report
+
+
 def test_broken_template_argument_raises_compile_error():
     good = _find("layernorm_fwd", "tuned", 4096, "bf16", "bf16", "bf16")
     # 3 bf16 elements per vector (6 bytes) is no vector the kernels can move
