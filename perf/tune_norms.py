@@ -59,6 +59,8 @@ COMBOS = {
     "fp16": ("fp16", "fp16", "fp16"),
     "fp32": ("fp32", "fp32", "fp32"),
     "bf16-fp8": ("bf16", "bf16", "fp8e4m3"),
+    "fp16-fp8": ("fp16", "fp16", "fp8e4m3"),
+    "fp32-fp8": ("fp32", "fp32", "fp8e4m3"),
 }
 TORCH = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 TOL = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2, "fp8e4m3": 8e-2}
