@@ -147,8 +147,8 @@ def test_explicit_stream_fp8_and_multi_cta_rows_stay_general(env):
     for _ in range(2):
         nn.layernorm_fwd(x, g, b, stream=0x777)
     assert len(general) == 2 and drv.launches[-1][4] == 0x777
-    xl = tensor((4, 65536), torch.bfloat16, 0x10000)
-    gl = tensor((65536,), torch.bfloat16, 0x20000)
+    xl = tensor((4, 65536), torch.float32, 0x10000)  # fp32: 2 CTAs a row in the table
+    gl = tensor((65536,), torch.float32, 0x20000)
     for _ in range(2):
         nn.rmsnorm_fwd(xl, gl)  # several CTAs a row if the plan says so: never remembered
     plan = next(p for p in dispatch._plan_cache.values() if p.cols == 65536)

@@ -188,6 +188,28 @@ def _disjoint(pairs: tuple, ptrs: list) -> bool:
     return True
 
 
+_NONE3 = (None, None, None)
+_ABSENT = (None, 0)
+
+
+def _matrix(given: Any, ptr: int, like: Any, shape: tuple, dtype: Any, dev: Any) -> tuple:
+    """(output, address): the given one, else a new one (``dtype`` None: like ``like``, whose
+    contiguous layout and dtype it has; empty_like and sizes as separate ints parse faster
+    than a shape tuple)."""
+    if given is not None:
+        return given, ptr
+    t = _empty_like(like) if dtype is None else _empty(*shape, dtype=dtype, device=dev)
+    return t, t.data_ptr()
+
+
+def _vector(given: Any, ptr: int, n: int, dtype: Any, dev: Any) -> tuple:
+    """(output, address) of a 1-D output of ``n`` elements: the given one, else a new one."""
+    if given is not None:
+        return given, ptr
+    t = _empty(n, dtype=dtype, device=dev)
+    return t, t.data_ptr()
+
+
 # --------------------------------------------------------------------------------------------
 # forward
 # --------------------------------------------------------------------------------------------
@@ -220,30 +242,16 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, out) -> 
         return None
     fire, backend, dev, index, y_shape, y_dtype, rows, cols, x_stride, y_stride, zc, spans = entry
     if out is None:
-        y = mu = rs = None
+        given, optrs = _NONE3, (0, 0, 0)
+    elif not _disjoint(spans, optrs + list(ins)):
+        return None
+    elif kind == "rmsnorm":  # (y, rsigma): no mu
+        given, optrs = (out[0], None, out[1]), (optrs[0], 0, optrs[1])
     else:
-        if not _disjoint(spans, optrs + list(ins)):
-            return None
-        y, mu, rs = out if kind == "layernorm" else (out[0], None, out[1])
-    # empty_like and sizes as separate ints parse faster than a shape tuple (y_dtype None: y is
-    # like x, a contiguous tensor of y's dtype)
-    if y is None:
-        y = _empty_like(x) if y_dtype is None else _empty(*y_shape, dtype=y_dtype, device=dev)
-        yp = y.data_ptr()
-    else:
-        yp = optrs[0]
-    if mu is None:
-        mup = 0
-        if kind == "layernorm":
-            mu = _empty(rows, dtype=_float32, device=dev)
-            mup = mu.data_ptr()
-    else:
-        mup = optrs[1]
-    if rs is None:
-        rs = _empty(rows, dtype=_float32, device=dev)
-        rsp = rs.data_ptr()
-    else:
-        rsp = optrs[-1]
+        given = out
+    y, yp = _matrix(given[0], optrs[0], x, y_shape, y_dtype, dev)
+    mu, mup = _vector(given[1], optrs[1], rows, _float32, dev) if kind == "layernorm" else _ABSENT
+    rs, rsp = _vector(given[2], optrs[2], rows, _float32, dev)
     fire(
         _raw_stream(index), ins[0], ins[1], ins[2], yp, mup, rsp, rows, cols, x_stride,
         y_stride, eps, zc, 0, 0, 0, 0, 0,
@@ -313,28 +321,18 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple 
     main, fin, backend, dev, index, rows, cols, strides, zc, part, sizes, spans = entry
     dx_shape, dx_dtype, g_dtype, scratch_bytes, partial_rows = sizes
     if out is None:
-        dx = dgamma = dbeta = None
+        given, optrs = _NONE3, (0, 0, 0)
+    elif not _disjoint(spans, optrs + list(ins)):
+        return None
+    elif kind == "rmsnorm":  # (dx, dgamma): no dbeta
+        given, optrs = (out[0], out[1], None), (optrs[0], optrs[1], 0)
     else:
-        if not _disjoint(spans, optrs + list(ins)):
-            return None
-        dx, dgamma, dbeta = out if kind == "layernorm" else (out[0], out[1], None)
-    if dx is None:
-        dx = _empty_like(x) if dx_dtype is None else _empty(*dx_shape, dtype=dx_dtype, device=dev)
-        dxp = dx.data_ptr()
-    else:
-        dxp = optrs[0]
-    if dgamma is None:
-        dgamma = _empty(cols, dtype=g_dtype, device=dev)
-        dgp_out = dgamma.data_ptr()
-    else:
-        dgp_out = optrs[1]
-    if dbeta is None:
-        dbp_out = 0
-        if kind == "layernorm":
-            dbeta = _empty(cols, dtype=g_dtype, device=dev)
-            dbp_out = dbeta.data_ptr()
-    else:
-        dbp_out = optrs[2]
+        given = out
+    dx, dxp = _matrix(given[0], optrs[0], x, dx_shape, dx_dtype, dev)
+    dgamma, dgp_out = _vector(given[1], optrs[1], cols, g_dtype, dev)
+    dbeta, dbp_out = (
+        _vector(given[2], optrs[2], cols, g_dtype, dev) if kind == "layernorm" else _ABSENT
+    )
     base = _empty(scratch_bytes, dtype=_uint8, device=dev).data_ptr()
     dgp = base + part[0]
     dbp = 0 if kind != "layernorm" else base + part[1]
