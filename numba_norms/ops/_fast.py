@@ -422,6 +422,17 @@ def _sm_bwd_key(dy, y, ndim: int, out) -> tuple:
     return (ndim, _nvrtc_switch(), (dyp | yp) & 15, _sig(dy), _sig(y), osig), [op, dyp, yp]
 
 
+def _softmax_output(out: Any, like: Any, pairs: tuple, ptrs: list) -> Any:
+    """The output of a softmax call: new and like ``like`` (remembered only where ``like`` is
+    contiguous; its address goes to ``ptrs[0]``), or the given ``out`` where it overlaps no
+    input; None where it does (the general path raises)."""
+    if out is None:
+        t = _empty_like(like)
+        ptrs[0] = t.data_ptr()
+        return t
+    return out if _disjoint(pairs, ptrs) else None
+
+
 def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
     """y of a remembered softmax forward signature, or None (take the general path)."""
     if not _finite(scale) or not isinstance(x, _tensor_type):
@@ -434,12 +445,8 @@ def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
     if entry is None:
         return None
     fire, backend, index, rows, cols, xs, ys, ms, sq, heads, mask_batch, spans = entry
-    if out is None:
-        y = _empty_like(x)  # remembered only where x is contiguous
-        ptrs[0] = y.data_ptr()
-    elif _disjoint(spans, ptrs):
-        y = out
-    else:
+    y = _softmax_output(out, x, spans, ptrs)
+    if y is None:
         return None
     fire(
         _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, xs, ys, ms, sq, heads,
@@ -489,12 +496,8 @@ def run_softmax_bwd(dy, y, scale, ndim: int, out) -> Any:
     if entry is None:
         return None
     fire, backend, index, rows, cols, dys, ys, dxs, spans = entry
-    if out is None:
-        dx = _empty_like(y)  # remembered only where y is contiguous
-        ptrs[0] = dx.data_ptr()
-    elif _disjoint(spans, ptrs):
-        dx = out
-    else:
+    dx = _softmax_output(out, y, spans, ptrs)
+    if dx is None:
         return None
     fire(
         _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, dys, ys, dxs, scale, 0, 0,

@@ -108,17 +108,11 @@ def norm_fwd(
         name = "scale" if st is not None else "scale_inv"
         raise ValueError(f"{name}: only used with an FP8 out_dtype, but y is {yd}")
 
-    names = ("y", "mu", "rsigma") if kind == "layernorm" else ("y", "rsigma")
-    given = dict(zip(names, _out.unpack(out, names), strict=True))
-    y = _out.output(call, given["y"], "y", xt.shape, yd, 0)
-    mu = None
-    if kind == "layernorm":
-        mu = _out.output(call, given["mu"], "mu", (rows,), "fp32", 1)
-    rsigma = _out.output(call, given["rsigma"], "rsigma", (rows,), "fp32", len(names) - 1)
-    if out is not None:
-        made = {"y": y, "mu": mu, "rsigma": rsigma}
-        provided = [made[n] for n in names if given[n] is not None]
-        _out.check_disjoint(provided, [xt, gt, bt, st, at, sit])
+    stats = [("mu", (rows,), "fp32")] if kind == "layernorm" else []
+    specs = [("y", xt.shape, yd), *stats, ("rsigma", (rows,), "fp32")]
+    made = _out.outputs(call, out, specs, [xt, gt, bt, st, at, sit])
+    y, rsigma = made[0], made[-1]
+    mu = made[1] if kind == "layernorm" else None
     if rows:
         args = NormFwdArgs(
             xt, gt, bt, y, mu, rsigma, eps, bool(zero_centered_gamma), None, st, at, sit
@@ -163,17 +157,12 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
     key = registry.NormKey(op, gt.dtype, xt.dtype, dyt.dtype, addt is not None)
     _check_combo(op, key)
 
-    names = ("dx", "dgamma", "dbeta") if kind == "layernorm" else ("dx", "dgamma")
-    given = dict(zip(names, _out.unpack(out, names), strict=True))
-    dx = _out.output(call, given["dx"], "dx", xt.shape, xt.dtype, 0)
-    dgamma = _out.output(call, given["dgamma"], "dgamma", (cols,), gt.dtype, 1)
-    dbeta = None
+    specs = [("dx", xt.shape, xt.dtype), ("dgamma", (cols,), gt.dtype)]
     if kind == "layernorm":
-        dbeta = _out.output(call, given["dbeta"], "dbeta", (cols,), gt.dtype, 2)
-    if out is not None:
-        made = {"dx": dx, "dgamma": dgamma, "dbeta": dbeta}
-        provided = [made[n] for n in names if given[n] is not None]
-        _out.check_disjoint(provided, [dyt, xt, mut, rst, gt, addt])
+        specs.append(("dbeta", (cols,), gt.dtype))
+    made = _out.outputs(call, out, specs, [dyt, xt, mut, rst, gt, addt])
+    dx, dgamma = made[0], made[1]
+    dbeta = made[2] if kind == "layernorm" else None
     if rows:
         args = NormBwdArgs(
             dyt, xt, mut, rst, gt, dx, addt, dgamma, dbeta, bool(zero_centered_gamma)

@@ -9,14 +9,13 @@ and across CTAs, so an output written over an input is not a defined in-place op
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from ..arrays import Call, Tensor
 
-__all__ = ["check_disjoint", "extent", "output", "unpack"]
+__all__ = ["check_disjoint", "output", "outputs", "unpack"]
 
 
 def unpack(out: Any, names: tuple[str, ...]) -> tuple:
@@ -58,7 +57,7 @@ def output(
     return t
 
 
-def extent(t: Tensor) -> tuple[int, int]:
+def _extent(t: Tensor) -> tuple[int, int]:
     """Byte range ``[lo, hi)`` the tensor's elements occupy (empty: ``(0, 0)``)."""
     if t.size == 0:
         return 0, 0
@@ -78,8 +77,8 @@ def _overlap(a: Tensor, b: Tensor) -> bool:
         return bool(np.may_share_memory(na, nb))
     if a.device != b.device:
         return False
-    lo_a, hi_a = extent(a)
-    lo_b, hi_b = extent(b)
+    lo_a, hi_a = _extent(a)
+    lo_b, hi_b = _extent(b)
     return lo_a < hi_b and lo_b < hi_a
 
 
@@ -89,7 +88,7 @@ def check_disjoint(provided: list[Tensor], others: list[Tensor | None]) -> None:
     ``provided``: the outputs the caller gave; ``others``: every other array of the call.
     """
     for i, o in enumerate(provided):
-        if math.prod(o.shape) == 0:
+        if o.size == 0:
             continue
         for t in others + provided[i + 1 :]:
             if t is not None and t is not o and _overlap(o, t):
@@ -97,3 +96,21 @@ def check_disjoint(provided: list[Tensor], others: list[Tensor | None]) -> None:
                     f"{o.name}: shares memory with {t.name}; an output must not overlap the "
                     "inputs or the other outputs"
                 )
+
+
+def outputs(
+    call: Call, out: Any, specs: list[tuple[str, tuple[int, ...], str]], inputs: list
+) -> list[Tensor]:
+    """The outputs ``specs`` (name, shape, dtype) of a call: taken from ``out`` where given
+    (checked by :func:`output` and against ``inputs`` and each other), else allocated."""
+    names = tuple(name for name, _, _ in specs)
+    given = unpack(out, names)
+    index = (lambda i: i) if len(specs) > 1 else (lambda i: None)
+    made = [
+        output(call, obj, name, shape, dtype, index(i))
+        for i, (obj, (name, shape, dtype)) in enumerate(zip(given, specs, strict=True))
+    ]
+    if out is not None:
+        provided = [t for t, obj in zip(made, given, strict=True) if obj is not None]
+        check_disjoint(provided, inputs)
+    return made

@@ -60,9 +60,7 @@ def _forward(variant: str, x, scale, stream, out, *, ndim: int, mask=None):
                 f"got {mt.shape}"
             )
     rows, cols, _ = xt.rows_cols()
-    y = _out.output(call, out, "y", xt.shape, xt.dtype, None)
-    if out is not None:
-        _out.check_disjoint([y], [xt, mt])
+    (y,) = _out.outputs(call, out, [("y", xt.shape, xt.dtype)], [xt, mt])
     if rows and cols:
         sq = xt.shape[-2]
         heads = xt.shape[1] if ndim == 4 else 1
@@ -94,9 +92,7 @@ def _backward(dy, y, scale, stream, out, *, ndim: int):
         raise TypeError(f"dy: expected dtype {yt.dtype} (as y), got {dyt.dtype}")
     rows, cols, _ = yt.rows_cols()
     dyt.rows_cols()
-    dx = _out.output(call, out, "dx", yt.shape, yt.dtype, None)
-    if out is not None:
-        _out.check_disjoint([dx], [dyt, yt])
+    (dx,) = _out.outputs(call, out, [("dx", yt.shape, yt.dtype)], [dyt, yt])
     if rows and cols:
         args = SoftmaxBwdArgs(dyt, yt, dx, scale)
         pairs = [(t.alignment(), t.itemsize) for t in (dyt, yt, dx)]
