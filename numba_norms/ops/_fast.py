@@ -72,13 +72,6 @@ def clear() -> None:
             table.clear()
 
 
-def _low_bits(*ptrs: int) -> int:
-    bits = 0
-    for p in ptrs:
-        bits |= p
-    return bits & 15
-
-
 def _sig(t: Any) -> tuple:
     return (t.dtype, t.shape, t.stride(), t.device)
 
@@ -152,7 +145,7 @@ def _out_parts(outs: Any) -> tuple[list, tuple | None]:
         elif isinstance(o, _tensor_type):
             p = o.data_ptr()
             ptrs.append(p)
-            sig.append((o.dtype, o.shape, o.stride(), o.device, p & 15))
+            sig.append((_sig(o), p & 15))
         else:
             raise TypeError("out")
     return ptrs, tuple(sig)
