@@ -28,6 +28,7 @@ __all__ = [
     "RowPlan",
     "SoftmaxSpec",
     "SCRATCH_ALIGN",
+    "finalize_shape",
     "norm_plan",
     "norm_spec",
     "row_plan",
@@ -38,8 +39,11 @@ __all__ = [
 
 # Every scratch region starts on this boundary so any vector access inside it is aligned.
 SCRATCH_ALIGN = 256
-# Finalize kernel (dgamma/dbeta partial reduction): one thread per column, this many threads.
-FINALIZE_THREADS = 256
+# Finalize kernel (dgamma/dbeta partial reduction): a CTA of 32 columns x up to this many
+# thread rows (the kernels' shared memory holds that many partial sums a column).
+FINALIZE_MAX_ROWS = 32
+# Partial rows each finalize thread aims to add: one batch of loads in flight (the kernels' BATCH).
+FINALIZE_ROWS_PER_THREAD = 8
 
 
 class PlanError(ValueError):
@@ -270,7 +274,7 @@ def row_plan(
     partial_bytes = _align(partial_rows * cols * 4) if n_partials else 0
     offset += n_partials * partial_bytes
 
-    fin_threads = FINALIZE_THREADS
+    fin_grid, fin_block = finalize_shape(partial_rows, cols) if n_partials else ((0,) * 3,) * 2
     return NormPlan(
         spec=spec,
         rows=rows,
@@ -289,9 +293,26 @@ def row_plan(
         partial_rows=partial_rows,
         partial_bytes=partial_bytes,
         scratch_bytes=offset,
-        finalize_grid=(math.ceil(cols / fin_threads), 1, 1) if n_partials else (0, 0, 0),
-        finalize_block=(fin_threads, 1, 1) if n_partials else (0, 0, 0),
+        finalize_grid=fin_grid,
+        finalize_block=fin_block,
     )
+
+
+def finalize_shape(
+    partial_rows: int, cols: int
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Grid and block of the dgamma/dbeta finalize: 32 columns a CTA, ``ty`` thread rows.
+
+    ``ty`` is the power of two (<= FINALIZE_MAX_ROWS) that gives each thread about one batch of
+    FINALIZE_ROWS_PER_THREAD partial rows, so the loads of a column are spread over the CTA
+    instead of one thread's serial loop (which left a 4096-column finalize on 16 CTAs, each
+    thread adding 264 rows one batch after another).
+    """
+    if partial_rows < 1 or cols < 1:
+        raise PlanError(f"finalize needs partial rows and columns, got {partial_rows} x {cols}")
+    want = math.ceil(partial_rows / FINALIZE_ROWS_PER_THREAD)
+    ty = min(FINALIZE_MAX_ROWS, 1 << (want - 1).bit_length())
+    return (math.ceil(cols / 32), 1, 1), (32, ty, 1)
 
 
 # Every row kernel launches from the same plan type.

@@ -46,6 +46,22 @@ def assert_close(actual, expected, dtype: str, *, scale: float = 1.0, what: str 
     np.testing.assert_allclose(a, e, atol=atol * scale, rtol=rtol * scale, err_msg=what)
 
 
+def finalize_in_order(parts: np.ndarray, thread_rows: int) -> np.ndarray:
+    """The finalize kernels' fp32 sum of ``parts`` ([partial_rows, cols]) over its rows, in their
+    order: thread row ``t`` adds rows t, t + thread_rows, ... from 0; the ``thread_rows`` sums
+    then meet in a tree (the lower half adds the upper half's). Bitwise what the kernels give."""
+    parts = np.asarray(parts, np.float32)
+    sums = np.zeros((thread_rows, parts.shape[1]), np.float32)
+    for t in range(thread_rows):
+        for r in range(t, parts.shape[0], thread_rows):
+            sums[t] = sums[t] + parts[r]
+    half = thread_rows // 2
+    while half:
+        sums[:half] = sums[:half] + sums[half : 2 * half]
+        half //= 2
+    return sums[0]
+
+
 class _NormLaunches(FakeDriver):
     """Launches of the NVRTC norm launchers (fake driver) and their barrier memsets."""
 

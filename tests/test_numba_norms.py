@@ -27,7 +27,7 @@ from numba_norms.backends.common import NormBwdArgs, NormFwdArgs
 from numba_norms.backends.numba import _norms
 from numba_norms.backends.numba import layernorm as nb_layernorm
 from numba_norms.backends.numba import rmsnorm as nb_rmsnorm
-from tests.conftest import SIMULATOR, TOLERANCE, assert_close
+from tests.conftest import SIMULATOR, TOLERANCE, assert_close, finalize_in_order
 
 MODULES = {"layernorm": nb_layernorm, "rmsnorm": nb_rmsnorm}
 BF16 = ("bf16", "bf16", "bf16")
@@ -314,6 +314,28 @@ def test_vector_tail_is_bounds_checked():
     check_forward("layernorm", dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
     dx, dg, db, _ = run_backward("layernorm", dtypes, dy, x, mu, rs, g)
     check_backward("layernorm", dtypes, dy, x, mu, rs, g, dx, dg, db, zero_centered=False)
+
+
+@needs_sim
+@pytest.mark.parametrize("weight", ["fp32", "bf16"])
+@pytest.mark.parametrize(("partial_rows", "cols"), [(37, 70), (3, 33), (300, 40)])
+def test_finalize_sums_partials_in_the_documented_order(partial_rows, cols, weight):
+    from numba import cuda
+
+    grid, block = planner.finalize_shape(partial_rows, cols)
+    assert block[1] == {37: 8, 3: 1, 300: 32}[partial_rows]
+    rng = np.random.default_rng(partial_rows + cols)
+    pg = (rng.standard_normal((partial_rows, cols)) * 10).astype(np.float32)
+    pb = (rng.standard_normal((partial_rows, cols)) * 10).astype(np.float32)
+    dg, db = empty_tensor((cols,), weight), empty_tensor((cols,), weight)
+    kernel = cuda.jit(_norms._finalize_kernel(True, False))
+    kernel[grid, block](
+        cuda.to_device(pg.ravel()), cuda.to_device(pb.ravel()), dg.obj, db.obj, partial_rows, cols
+    )
+    for got, parts, what in ((dg.host(), pg, "dgamma"), (db.host(), pb, "dbeta")):
+        want = rounded(finalize_in_order(parts, block[1]), weight)
+        np.testing.assert_array_equal(got, want, err_msg=what)  # the order, bit for bit
+        assert_close(got, parts.astype(np.float64).sum(0), weight, scale=50, what=what)
 
 
 @needs_sim

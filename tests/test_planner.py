@@ -91,10 +91,40 @@ def test_backward_partials_and_finalize():
     assert plan.partial_bytes == 792 * 4 * 1024 * 4
     assert plan.scratch_bytes == 2 * plan.partial_bytes  # dgamma and dbeta partials
     assert plan.dbeta_partial_offset == plan.partial_bytes
-    assert plan.finalize_grid == (4, 1, 1) and plan.finalize_block == (256, 1, 1)
+    # 32 columns a CTA; 3168 partial rows want 396 thread rows of 8, capped at 32
+    assert plan.finalize_grid == (32, 1, 1) and plan.finalize_block == (32, 32, 1)
     rms = r.select_norm(r.NormKey("rmsnorm_bwd", "bf16", "bf16", "bf16"), 1024, 16384, 256)
     rplan = p.norm_plan(p.norm_spec(rms, 1024, 8, H200), 16384, 1024, H200, 6)
     assert rplan.scratch_bytes == rplan.partial_bytes  # dgamma only
+
+
+@pytest.mark.parametrize(
+    ("partial_rows", "cols", "grid", "block"),
+    [
+        (1, 1, (1, 1, 1), (32, 1, 1)),
+        (8, 33, (2, 1, 1), (32, 1, 1)),
+        (9, 4096, (128, 1, 1), (32, 2, 1)),
+        (66, 65536, (2048, 1, 1), (32, 16, 1)),
+        (132, 1000, (32, 1, 1), (32, 32, 1)),
+        (264, 4096, (128, 1, 1), (32, 32, 1)),
+    ],
+)
+def test_finalize_shape(partial_rows, cols, grid, block):
+    assert p.finalize_shape(partial_rows, cols) == (grid, block)
+    ty = block[1]
+    assert ty & (ty - 1) == 0 and ty <= p.FINALIZE_MAX_ROWS  # the kernels' tree and shared memory
+    with pytest.raises(p.PlanError, match="partial rows"):
+        p.finalize_shape(0, cols)
+
+
+def test_finalize_row_limit_matches_the_cuda_source():
+    from pathlib import Path
+
+    import numba_norms.backends.nvrtc as nv
+
+    src = (Path(nv.__file__).parent / "norms.cu").read_text()
+    assert f"constexpr int FIN_MAX_ROWS = {p.FINALIZE_MAX_ROWS};" in src
+    assert f"constexpr int BATCH = {p.FINALIZE_ROWS_PER_THREAD};" in src
 
 
 def test_plan_errors():

@@ -18,7 +18,7 @@ from numba_norms import dispatch, planner, registry
 from numba_norms import reference as ref
 from numba_norms.backends.common import NormBwdArgs, NormFwdArgs
 from numba_norms.backends.nvrtc import _norms, layernorm, rmsnorm
-from tests.conftest import HAS_GPU, assert_close
+from tests.conftest import HAS_GPU, assert_close, finalize_in_order
 
 pytestmark = [pytest.mark.gpu]
 if not HAS_GPU:
@@ -372,3 +372,34 @@ def test_kernel_resources():
         occ = main.occupancy(plan.spec.threads, 0)
         assert occ >= 1
         print(f"{op}: {main.num_regs} registers, occupancy {occ} CTAs/SM, grid {plan.grid}")
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "numba"])
+@pytest.mark.parametrize(
+    ("op", "weight", "cols"),
+    [("layernorm", "fp32", 4096), ("rmsnorm", "fp32", 1000), ("layernorm", "bf16", 1024)],
+)
+def test_finalize_sums_partials_in_the_documented_order(backend, op, weight, cols):
+    from numba_norms.backends.numba import _norms as nb_norms
+
+    cfg = _config(f"{op}_bwd", cols, weight, weight, weight)
+    _, plan = _plan(cfg, 16384, cols, _vec(cfg, cols))
+    ty = plan.finalize_block[1]
+    assert plan.partial_rows >= 8 * ty // 2  # a real plan: each thread row adds several rows
+    rng = np.random.default_rng(cols)
+    parts = (rng.standard_normal((2, plan.partial_rows, cols)) * 10).astype(np.float32)
+    dparts = cuda.to_device(parts)
+    pg = int(dparts.__cuda_array_interface__["data"][0])
+    pb = pg + plan.partial_rows * cols * 4 if op == "layernorm" else 0
+    dg, db = _empty((cols,), weight), _empty((cols,), weight)
+    mod = _norms if backend == "nvrtc" else nb_norms
+    _, fin = mod.launchers(plan, cuda.get_current_device().id)
+    fin(0, pg, pb, dg.ptr, db.ptr if pb else 0, plan.partial_rows, cols)
+    cuda.synchronize()
+    for got, k, what in ((dg.host(), 0, "dgamma"), (db.host(), 1, "dbeta")):
+        if what == "dbeta" and not pb:
+            assert np.isnan(got).all(), "RMSNorm's finalize wrote dbeta"
+            continue
+        want = _rounded(finalize_in_order(parts[k], ty), weight)[0]
+        np.testing.assert_array_equal(got, want, err_msg=what)  # the order, bit for bit
+        assert_close(got, parts[k].astype(np.float64).sum(0), weight, scale=50, what=what)

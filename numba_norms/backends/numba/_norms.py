@@ -46,7 +46,7 @@ from numba.cuda import types
 import rtc
 
 from ... import registry
-from ...planner import NormPlan, NormSpec
+from ...planner import FINALIZE_MAX_ROWS, FINALIZE_ROWS_PER_THREAD, NormPlan, NormSpec
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
 
@@ -1517,24 +1517,61 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
 
 def _finalize_kernel(has_beta: bool, hw_cvt: bool):
     HAS_BETA = has_beta
+    SH_G = FINALIZE_MAX_ROWS * 32  # shared arrays' sizes must be closure constants
+    SH_B = SH_G if has_beta else 1
+    BATCH = FINALIZE_ROWS_PER_THREAD  # loads in flight per thread; the adds stay in row order
     _st = _stores(hw_cvt)[0]
 
     def norm_bwd_finalize(dgamma_part, dbeta_part, dgamma, dbeta, partial_rows, cols):
-        c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-        acc = cuda.local.array(2, F32)
+        # the NVRTC kernel's order: thread (lane, ty) adds rows ty, ty + step, ... in order, then
+        # the step sums meet in a fixed tree (the lower half adds the upper half's)
+        lane = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        step = cuda.blockDim.y
+        c = cuda.blockIdx.x * 32 + lane
+        shg = cuda.shared.array(SH_G, F32)
+        shb = cuda.shared.array(SH_B, F32)
+        tg = cuda.local.array(BATCH, F32)
+        tb = cuda.local.array(BATCH, F32)
+        sg = _ZERO
+        sb = _ZERO
         if c < cols:
-            # one thread per column, the partial rows summed strictly in order
-            sg = _ZERO
-            sb = _ZERO
-            for p in range(partial_rows):
-                sg += dgamma_part[p * cols + c]
+            r = ty
+            while r + (BATCH - 1) * step < partial_rows:
+                for k in range(BATCH):
+                    off = (r + k * step) * cols + c
+                    tg[k] = dgamma_part[off]
+                    if HAS_BETA:
+                        tb[k] = dbeta_part[off]
+                for k in range(BATCH):
+                    sg += tg[k]
+                    if HAS_BETA:
+                        sb += tb[k]
+                r += BATCH * step
+            while r < partial_rows:
+                sg += dgamma_part[r * cols + c]
                 if HAS_BETA:
-                    sb += dbeta_part[p * cols + c]
-            acc[0] = sg
-            acc[1] = sb
-            _st(dgamma, c, acc, 0, 1)
+                    sb += dbeta_part[r * cols + c]
+                r += step
+        half = step // 2
+        while half > 0:
+            if ty >= half and ty < 2 * half:
+                shg[(ty - half) * 32 + lane] = sg
+                if HAS_BETA:
+                    shb[(ty - half) * 32 + lane] = sb
+            cuda.syncthreads()
+            if ty < half:
+                sg += shg[ty * 32 + lane]
+                if HAS_BETA:
+                    sb += shb[ty * 32 + lane]
+            cuda.syncthreads()
+            half //= 2
+        if ty == 0 and c < cols:
+            tg[0] = sg
+            tg[1] = sb
+            _st(dgamma, c, tg, 0, 1)
             if HAS_BETA:
-                _st(dbeta, c, acc, 1, 1)
+                _st(dbeta, c, tg, 1, 1)
 
     return norm_bwd_finalize
 
@@ -1721,6 +1758,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
         lambda cc: _finalize_kernel(has_beta, _hw_flags(cc)[0]),
         None if _SIM else _finalize_signature(cfg.weight),
         arch,
+        (32 * FINALIZE_MAX_ROWS, 1),  # the largest block the planner gives it
     )
     return main, fin
 

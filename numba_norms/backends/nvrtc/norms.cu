@@ -753,38 +753,66 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 }
 
 // ------------------------------------------------------------------------------------------------
-// Finalize: one thread per column sums the partial rows in order (no atomics: reproducible).
+// Finalize: a CTA of 32 x blockDim.y threads sums the partial rows of 32 columns. Thread (lane, ty)
+// adds rows ty, ty + blockDim.y, ... in order, then the blockDim.y sums (a power of two) meet in a
+// fixed tree through shared memory. No atomics: the order depends on partial_rows and the block
+// only, so results are reproducible. One thread per column summing every row serially left the
+// loads of a 4096-column finalize on 16 CTAs (planner.finalize_shape says why this shape).
 // ------------------------------------------------------------------------------------------------
 
+constexpr int FIN_MAX_ROWS = 32;  // planner.FINALIZE_MAX_ROWS
+
 template <typename Tw, bool HAS_BETA>
-__global__ void norm_bwd_finalize(const float* dgamma_part, const float* dbeta_part, Tw* dgamma,
-                                  Tw* dbeta, int partial_rows, int cols) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  constexpr int BATCH = 8;  // loads in flight per thread; the adds stay in row order
-  const float* pg = dgamma_part + c;
-  const float* pb = HAS_BETA ? dbeta_part + c : pg;
+__global__ void __launch_bounds__(32 * FIN_MAX_ROWS)
+    norm_bwd_finalize(const float* dgamma_part, const float* dbeta_part, Tw* dgamma, Tw* dbeta,
+                      int partial_rows, int cols) {
+  __shared__ float shg[FIN_MAX_ROWS][32];
+  __shared__ float shb[HAS_BETA ? FIN_MAX_ROWS : 1][32];
+  const int lane = threadIdx.x, ty = threadIdx.y, step = blockDim.y;
+  const int c = blockIdx.x * 32 + lane;
   float sg = 0.f, sb = 0.f;
-  int r = 0;
+  if (c < cols) {
+    constexpr int BATCH = 8;  // loads in flight per thread; the adds stay in row order
+    const float* pg = dgamma_part + c;
+    const float* pb = HAS_BETA ? dbeta_part + c : pg;
+    int r = ty;
 #pragma unroll 1
-  for (; r + BATCH <= partial_rows; r += BATCH) {
-    float tg[BATCH], tb[BATCH];
+    for (; r + (BATCH - 1) * step < partial_rows; r += BATCH * step) {
+      float tg[BATCH], tb[BATCH];
 #pragma unroll
-    for (int k = 0; k < BATCH; ++k) {
-      tg[k] = pg[(long long)(r + k) * cols];
-      if (HAS_BETA) tb[k] = pb[(long long)(r + k) * cols];
+      for (int k = 0; k < BATCH; ++k) {
+        const long long off = (long long)(r + k * step) * cols;
+        tg[k] = pg[off];
+        if (HAS_BETA) tb[k] = pb[off];
+      }
+#pragma unroll
+      for (int k = 0; k < BATCH; ++k) {
+        sg += tg[k];
+        if (HAS_BETA) sb += tb[k];
+      }
     }
-#pragma unroll
-    for (int k = 0; k < BATCH; ++k) {
-      sg += tg[k];
-      if (HAS_BETA) sb += tb[k];
+#pragma unroll 1
+    for (; r < partial_rows; r += step) {
+      sg += pg[(long long)r * cols];
+      if (HAS_BETA) sb += pb[(long long)r * cols];
     }
   }
+  // tree over ty: at each level the lower half adds the upper half's sums
 #pragma unroll 1
-  for (; r < partial_rows; ++r) {
-    sg += pg[(long long)r * cols];
-    if (HAS_BETA) sb += pb[(long long)r * cols];
+  for (int half = step / 2; half > 0; half /= 2) {
+    if (ty >= half && ty < 2 * half) {
+      shg[ty - half][lane] = sg;
+      if (HAS_BETA) shb[ty - half][lane] = sb;
+    }
+    __syncthreads();
+    if (ty < half) {
+      sg += shg[ty][lane];
+      if (HAS_BETA) sb += shb[ty][lane];
+    }
+    __syncthreads();
   }
-  nn::store_elem(dgamma + c, sg);
-  if (HAS_BETA) nn::store_elem(dbeta + c, sb);
+  if (ty == 0 && c < cols) {
+    nn::store_elem(dgamma + c, sg);
+    if (HAS_BETA) nn::store_elem(dbeta + c, sb);
+  }
 }
