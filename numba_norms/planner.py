@@ -312,7 +312,7 @@ def finalize_shape(
         raise PlanError(f"finalize needs partial rows and columns, got {partial_rows} x {cols}")
     want = math.ceil(partial_rows / FINALIZE_ROWS_PER_THREAD)
     ty = min(FINALIZE_MAX_ROWS, 1 << (want - 1).bit_length())
-    return (math.ceil(cols / 32), 1, 1), (32, ty, 1)
+    return (math.ceil(cols / WARP_SIZE), 1, 1), (WARP_SIZE, ty, 1)
 
 
 # Every row kernel launches from the same plan type.

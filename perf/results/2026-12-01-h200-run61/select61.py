@@ -1,43 +1,67 @@
-import csv, json
-K=lambda e:(e["op"],e["weight"],e["hidden_size"])
-cur=json.load(open("numba_norms/data/measured_norms.json"))
-cand=json.load(open(".exp/cand61.json"))
-own=json.load(open("numba_norms/data/measured_norms_numba.json"))
-curd={K(e):e for e in cur["entries"] if e["input"]==e["weight"]==e["output"]}
-candd={K(e):e for e in cand["entries"]}
-ownk={K(e) for e in own["entries"] if e["input"]==e["weight"]==e["output"]}
-t={}
-for tag in "ab":
-    for r in csv.DictReader(open(f"/tmp/r61/{tag}/bench.csv")):
-        if r["impl"] in("nvrtc","numba"):
-            t.setdefault((r["op"],r["dtype"],int(r["cols"]),r["impl"]),{})[tag]=float(r["median_us"])
-new_run=json.load(open("perf/results/2026-12-01-h200-run60/measured_norms.json"))
-changed=[K(e) for e in new_run["entries"]]
-keep=[];numba_add=[];log=[]
-for k in changed:
-    op,dt,h=k
-    gn=t[(op,dt,h,"nvrtc")]["a"]/t[(op,dt,h,"nvrtc")]["b"]
-    gb=t[(op,dt,h,"numba")]["a"]/t[(op,dt,h,"numba")]["b"]
-    if gn>=1.02:
-        keep.append(k)
-        if k not in ownk and gb<0.97:
-            if k in curd:
-                e=dict(curd[k]); e["run"]="perf/results/2026-12-01-h200-run61"; e["baseline"]="the shared entry before run 60 (kept for Numba: run 61 A/B)"
-                numba_add.append(e); log.append((k,"keep shared, numba keeps old",round(gn,3),round(gb,3)))
-            else: log.append((k,"keep shared, NUMBA LOSS no old entry",round(gn,3),round(gb,3)))
-        else: log.append((k,"keep",round(gn,3),round(gb,3)))
-    else:
-        if k not in ownk and gb>=1.05:
-            e=dict(candd[k]); e["run"]="perf/results/2026-12-01-h200-run61"; e["baseline"]="run 60 winner, faster on Numba only (run 61 A/B)"
-            numba_add.append(e); log.append((k,"numba-own new",round(gn,3),round(gb,3)))
-        else: log.append((k,"drop",round(gn,3),round(gb,3)))
-for l in log: print(l)
-entries=[candd[K(e)] if K(e) in keep and e["input"]==e["weight"]==e["output"] else e for e in cur["entries"]]
-have={K(e) for e in cur["entries"] if e["input"]==e["weight"]==e["output"]}
-entries+= [candd[k] for k in keep if k not in have]
-cur["entries"]=entries
-cur["source"]["later"].append({"run": "perf/results/2026-12-01-h200-run60 (sweep after the finalize change; kept only where run 61's same-run A/B gave NVRTC >= 1.02x)", "command": "python3 perf/tune_norms.py --out $OUT/sweep --ops layernorm_bwd rmsnorm_bwd --dtypes bf16 fp16 fp32 --sizes 768 1024 2048 2560 3584 4096 5120 7168 8192 --time-budget 250", "copy_ceiling_gbs": 4185})
-json.dump(cur,open("numba_norms/data/measured_norms.json","w"),indent=1)
-own["entries"]+=numba_add
-json.dump(own,open("numba_norms/data/measured_norms_numba.json","w"),indent=1)
-print(len(keep),"kept;",len(numba_add),"numba-own added")
+"""How run 60's backward winners were kept (session 10), from run 61's same-run A/B.
+
+Per (op, dtype, hidden) of the winners: the shared entry is kept where NVRTC ran >= 1.02x faster
+with it. Where the Numba path (no Numba-own entry yet) then ran < 0.97x, the old shared entry
+becomes a Numba-own entry; where the shared entry was not kept but Numba ran >= 1.05x with it,
+the new one becomes a Numba-own entry. Run from the repository root on the tables before:
+
+    python3 select61.py BEFORE.csv CANDIDATE.csv CANDIDATE_TABLE.json
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+RUN = "perf/results/2026-12-01-h200-run61"
+SWEEP = "perf/results/2026-12-01-h200-run60"
+SHARED = "numba_norms/data/measured_norms.json"
+OWN = "numba_norms/data/measured_norms_numba.json"
+
+
+def key(e: dict) -> tuple:
+    return (e["op"], e["weight"], e["hidden_size"])
+
+
+def plain(e: dict) -> bool:
+    return e["input"] == e["weight"] == e["output"]
+
+
+def medians(path: str) -> dict:
+    with open(path) as fh:
+        return {
+            (r["op"], r["dtype"], int(r["cols"]), r["impl"]): float(r["median_us"])
+            for r in csv.DictReader(fh)
+            if r["impl"] in ("nvrtc", "numba")
+        }
+
+
+def main(before_csv: str, cand_csv: str, cand_table: str) -> None:
+    before, after = medians(before_csv), medians(cand_csv)
+    cur = json.load(open(SHARED))
+    cand = {key(e): e for e in json.load(open(cand_table))["entries"]}
+    own = json.load(open(OWN))
+    old = {key(e): e for e in cur["entries"] if plain(e)}
+    has_own = {key(e) for e in own["entries"] if plain(e)}
+    keep, add = [], []
+    for k in (key(e) for e in json.load(open(f"{SWEEP}/measured_norms.json"))["entries"]):
+        gain_nv = before[k + ("nvrtc",)] / after[k + ("nvrtc",)]
+        gain_nb = before[k + ("numba",)] / after[k + ("numba",)]
+        if gain_nv >= 1.02:
+            keep.append(k)
+            if k not in has_own and gain_nb < 0.97 and k in old:
+                add.append(dict(old[k], run=RUN, baseline="the shared entry before run 60"))
+        elif k not in has_own and gain_nb >= 1.05:
+            add.append(dict(cand[k], run=RUN, baseline="run 60 winner, faster on Numba only"))
+        print(k, round(gain_nv, 3), round(gain_nb, 3), "keep" if k in keep else "-")
+    cur["entries"] = [cand[key(e)] if plain(e) and key(e) in keep else e for e in cur["entries"]]
+    cur["entries"] += [cand[k] for k in keep if k not in old]
+    own["entries"] += add
+    json.dump(cur, open(SHARED, "w"), indent=1)
+    json.dump(own, open(OWN, "w"), indent=1)
+    print(f"{len(keep)} shared entries kept, {len(add)} Numba-own entries added")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
