@@ -102,6 +102,13 @@ def last_backend() -> str | None:
 
 
 _limits_cache: dict[int | None, DeviceLimits] = {}
+# Programmatic dependent launch (griddepcontrol) needs sm_90.
+_DEPENDENT_LAUNCH_ARCH = 90
+
+
+def _arch_number(arch: str) -> int:
+    """``"sm_90"`` -> 90 (``"sm_90a"`` too)."""
+    return int("".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit()))
 
 
 def device_limits(device: int | None) -> DeviceLimits:
@@ -120,6 +127,7 @@ def device_limits(device: int | None) -> DeviceLimits:
             max_threads_per_block=info.max_threads_per_block,
             max_shared_per_block_optin=info.max_shared_per_block_optin,
             cooperative=bool(info.cooperative_launch),
+            dependent_launch=_arch_number(info.arch) >= _DEPENDENT_LAUNCH_ARCH,
             name=info.name,
         )
         _limits_cache[device] = limits

@@ -333,6 +333,12 @@ class Launcher:
         Dynamic shared memory per block in bytes.
     cooperative : bool
         Launch cooperatively (all blocks co-resident).
+    programmatic : bool
+        Programmatic dependent launch (sm_90+, ``cuLaunchKernelEx``): the kernel may start
+        before the previous kernel in its stream has finished, once that kernel's blocks have
+        all exited or executed ``griddepcontrol.launch_dependents``. The kernel must execute
+        ``griddepcontrol.wait`` before it reads what the previous kernel wrote. Only for
+        devices that support it (compute capability 9.0 and later).
     device : int, optional
         Device of ``function`` when it is an address (an :class:`rtc.Kernel` knows its own).
 
@@ -344,7 +350,7 @@ class Launcher:
 
     __slots__ = (
         "_fn", "_grid", "_block", "_smem", "_coop", "_device", "_struct", "_buf", "_ptrs",
-        "_addr", "_lock", "params", "name",
+        "_addr", "_lock", "params", "name", "_ex",
     )  # fmt: skip
 
     def __init__(
@@ -356,6 +362,7 @@ class Launcher:
         *,
         shared_mem: int = 0,
         cooperative: bool = False,
+        programmatic: bool = False,
         device: int | None = None,
     ) -> None:
         _core()
@@ -387,12 +394,48 @@ class Launcher:
         self._ptrs = (ctypes.c_void_p * max(n, 1))(*(base + 8 * i for i in range(n)))
         self._addr = ctypes.addressof(self._ptrs) if n else 0
         self._lock = threading.Lock()
+        # programmatic launches: one CUlaunchConfig per stream handle (None: plain launches)
+        self._ex: dict[int, Any] | None = {} if programmatic else None
 
     def __repr__(self) -> str:
         return (
             f"<rtc.Launcher {self.name} grid={self._grid} block={self._block} "
-            f"params={self.params!r}{' cooperative' if self._coop else ''}>"
+            f"params={self.params!r}{' cooperative' if self._coop else ''}"
+            f"{' programmatic' if self._ex is not None else ''}>"
         )
+
+    @property
+    def programmatic(self) -> bool:
+        """Whether launches are programmatic dependents of the stream's previous kernel."""
+        return self._ex is not None
+
+    def _ex_config(self, stream: int) -> Any:
+        """The ``CUlaunchConfig`` of a programmatic launch on ``stream`` (built once)."""
+        cfg = self._ex.get(stream)
+        if cfg is not None:
+            return cfg
+        ids = _driver.CUlaunchAttributeID
+        attrs = []
+        dep = _driver.CUlaunchAttribute()
+        dep.id = ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        dep.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(dep)
+        if self._coop:
+            coop = _driver.CUlaunchAttribute()
+            coop.id = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+            coop.value.cooperative = 1
+            attrs.append(coop)
+        cfg = _driver.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self._grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self._block
+        cfg.sharedMemBytes = self._smem
+        cfg.hStream = stream
+        cfg.attrs = attrs
+        cfg.numAttrs = len(attrs)
+        if len(self._ex) >= _CACHE_LIMIT:
+            self._ex.clear()
+        self._ex[stream] = cfg
+        return cfg
 
     def __call__(self, stream: int, *args: Any) -> None:
         """Launch on ``stream`` (a raw ``CUstream`` handle, 0 the legacy default stream) with
@@ -402,7 +445,9 @@ class Launcher:
         (gx, gy, gz), (bx, by, bz) = self._grid, self._block
         with self._lock:
             self._struct.pack_into(self._buf, 0, *args)
-            if self._coop:
+            if self._ex is not None:
+                err = _driver.cuLaunchKernelEx(self._ex_config(stream), self._fn, self._addr, 0)[0]
+            elif self._coop:
                 err = _driver.cuLaunchCooperativeKernel(
                     self._fn, gx, gy, gz, bx, by, bz, self._smem, stream, self._addr
                 )[0]

@@ -62,6 +62,47 @@ def finalize_in_order(parts: np.ndarray, thread_rows: int) -> np.ndarray:
     return sums[0]
 
 
+def nvrtc_ptx(source: str, names, arch: str, include_dir, defines=()) -> str:
+    """PTX of ``names`` in CUDA C ``source`` (NVRTC's own API: cuda.core's PTX output asks the
+    driver whether it could load it, and CPU machines have none)."""
+    from cuda.bindings import nvrtc
+
+    def ok(ret):
+        assert ret[0] == nvrtc.nvrtcResult.NVRTC_SUCCESS, ret
+        return ret[1] if len(ret) > 1 else None
+
+    prog = ok(nvrtc.nvrtcCreateProgram(source.encode(), b"kernels.cu", 0, [], []))
+    try:
+        for n in names:
+            ok(nvrtc.nvrtcAddNameExpression(prog, n.encode()))
+        opts = [f"-arch=compute_{arch[3:]}", "-std=c++17", "-minimal", f"-I{include_dir}"]
+        opts += [f"-D{k}={v}" for k, v in defines]
+        ok(nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts]))
+        buf = b" " * ok(nvrtc.nvrtcGetPTXSize(prog))
+        ok(nvrtc.nvrtcGetPTX(prog, buf))
+        return buf.decode().rstrip("\x00")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def assert_dependent_prologue(ptx: str, entries: int, arch: str) -> None:
+    """Each of the ``entries`` kernels in ``ptx`` starts, from sm_90, with griddepcontrol.wait
+    then launch_dependents, before any global memory access; below sm_90 neither appears."""
+    import re
+
+    bodies = re.split(r"\.entry\s", ptx)[1:]
+    assert len(bodies) == entries
+    want = 1 if int(arch[3:]) >= 90 else 0
+    for body in bodies:
+        wait = body.find("griddepcontrol.wait;")
+        trigger = body.find("griddepcontrol.launch_dependents;")
+        assert body.count("griddepcontrol.wait;") == want
+        assert body.count("griddepcontrol.launch_dependents;") == want
+        if want:
+            first = re.search(r"\b(ld|st|atom|red)\.global", body)
+            assert 0 <= wait < trigger and (first is None or trigger < first.start())
+
+
 class _NormLaunches(FakeDriver):
     """Launches of the NVRTC norm launchers (fake driver) and their barrier memsets."""
 

@@ -31,6 +31,9 @@ class FakeDriver:
     ``install`` swaps it in for ``rtc.launch``'s driver module; each launch is recorded as
     ``(label, grid, block, args, stream, cooperative)`` with ``args`` decoded from the parameter
     block the launcher packed, so a test sees exactly the bytes a kernel would receive.
+    Programmatic launches (``cuLaunchKernelEx``) are recorded the same way, and their indices
+    in ``launches`` are listed in ``programmatic``. The driver's types (``CUlaunchConfig``, ...)
+    are the real ones.
     """
 
     def __init__(self, labels: dict[int, str] | None = None, *, record: bool = True) -> None:
@@ -38,6 +41,7 @@ class FakeDriver:
         self.record = record  # False: every entry point returns at once (host-cost timing)
         self.launches: list[tuple] = []
         self.memsets: list[tuple] = []
+        self.programmatic: list[int] = []
         self._codes: dict[int, str] = {}
 
     def install(self, monkeypatch) -> FakeDriver:
@@ -83,6 +87,23 @@ class FakeDriver:
 
     def cuLaunchCooperativeKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params):
         return self._record(fn, (gx, gy, gz), (bx, by, bz), stream, params, True)
+
+    def cuLaunchKernelEx(self, config, fn, params, extra):
+        ids = self.CUlaunchAttributeID
+        kinds = {a.id for a in config.attrs[: config.numAttrs]}
+        if self.record and ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION in kinds:
+            self.programmatic.append(len(self.launches))
+        grid = (config.gridDimX, config.gridDimY, config.gridDimZ)
+        block = (config.blockDimX, config.blockDimY, config.blockDimZ)
+        coop = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE in kinds
+        return self._record(fn, grid, block, int(config.hStream), params, coop)
+
+    def __getattr__(self, name: str):
+        if name.startswith("CU"):  # the driver's types and enums
+            from cuda.bindings import driver
+
+            return getattr(driver, name)
+        raise AttributeError(name)
 
 
 class FakeTorchDtype:

@@ -328,7 +328,7 @@ def test_finalize_sums_partials_in_the_documented_order(partial_rows, cols, weig
     pg = (rng.standard_normal((partial_rows, cols)) * 10).astype(np.float32)
     pb = (rng.standard_normal((partial_rows, cols)) * 10).astype(np.float32)
     dg, db = empty_tensor((cols,), weight), empty_tensor((cols,), weight)
-    kernel = cuda.jit(_norms._finalize_kernel(True, False))
+    kernel = cuda.jit(_norms._finalize_kernel(True, False, False))
     kernel[grid, block](
         cuda.to_device(pg.ravel()), cuda.to_device(pb.ravel()), dg.obj, db.obj, partial_rows, cols
     )
@@ -629,6 +629,18 @@ def test_ptx_before_sm80_rounds_bf16_in_software():
     spec = find_spec("layernorm_fwd", "tuned", 4096, BF16)
     ptx = compile_ptx(spec, "sm_75")
     assert "cvt.rn.bf16" not in ptx and ".local" not in ptx
+
+
+@needs_compiler
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op", ["layernorm_fwd", "layernorm_bwd"])
+def test_ptx_kernels_start_with_the_dependent_launch_prologue(op, arch):
+    """As NVRTC's: every kernel (the backward's finalize included) waits for the stream's
+    previous kernel and lets the next be scheduled before any memory access; not below sm_90."""
+    from tests.conftest import assert_dependent_prologue
+
+    ptx = compile_ptx(find_spec(op, "tuned", 4096, BF16), arch)
+    assert_dependent_prologue(ptx, 2 if op.endswith("bwd") else 1, arch)
 
 
 @needs_compiler

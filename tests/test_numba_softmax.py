@@ -374,6 +374,16 @@ def test_ptx_of_bf16_1024_forward():
 
 
 @ptx_only
+@pytest.mark.parametrize("op", ["softmax_fwd", "softmax_bwd"])
+def test_ptx_starts_with_the_dependent_launch_prologue(op):
+    """As NVRTC's: sm_90 kernels wait for the stream's previous kernel, then let the next be
+    scheduled, before any memory access (sm_80: tests/test_numba_norms.py covers the switch)."""
+    from tests.conftest import assert_dependent_prologue
+
+    assert_dependent_prologue(_ptx(_spec(op, "scaled", "bf16", 1024)), 1, "sm_90")
+
+
+@ptx_only
 def test_ptx_parameters_match_the_launcher_layouts():
     from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
     from tests.test_numba_norms import assert_entry_layouts

@@ -457,6 +457,42 @@ def test_backward_launch_arguments(recorder, add):
     assert fin[3] == (pg, pb, dg.ptr, 0 if rms else db.ptr, plan.partial_rows, cols)
 
 
+@pytest.mark.parametrize("dependent", [False, True])
+def test_launches_are_programmatic_where_the_plan_says(recorder, dependent):
+    """On sm_90+ limits the main kernel and the finalize go out as programmatic dependents
+    (cuLaunchKernelEx) with the same shapes and arguments."""
+    limits = dataclasses.replace(H200, dependent_launch=dependent)
+    key = registry.NormKey("layernorm_bwd", "bf16", "bf16", "bf16")
+    spec = norm_spec(registry.select_norm(key, 4096, 64, 256), 4096, 8, limits)
+    plan = planner.norm_plan(spec, 64, 4096, limits, 2)
+    assert plan.finalize_dependent is dependent
+    dy, x, dx = (_matrix(a, 64, 4096, "bf16") for a in (0x1000, 0x2000, 0x3000))
+    g, dg, db = (FakeTensor(a, (4096,), (1,), "bf16") for a in (0x100, 0x500, 0x600))
+    mu, rs = (FakeTensor(a, (64,), (1,), "fp32") for a in (0x300, 0x400))
+    scratch = FakeTensor(0x1_0000_0000, (plan.scratch_bytes,), (1,), "uint8")
+    layernorm.backward(plan, NormBwdArgs(dy, x, mu, rs, g, dx, None, dg, db, False, scratch), 7)
+    main, fin = recorder.launches
+    assert main[0] == "MAIN" and fin[0] == "FINALIZE"
+    assert plan.dependent is dependent
+    assert recorder.programmatic == ([0, 1] if dependent else [])
+    assert fin[1:3] == (plan.finalize_grid, plan.finalize_block) and fin[4] == 7
+    pg = scratch.ptr + plan.partial_offset
+    assert fin[3] == (pg, scratch.ptr + plan.dbeta_partial_offset, dg.ptr, db.ptr,
+                      plan.partial_rows, 4096)  # fmt: skip
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("spec", [QUICK_SPECS[0], QUICK_SPECS[1], QUICK_SPECS[3]], ids=_spec_id)
+def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):
+    """Every kernel (forward, backward and its finalize) waits for the stream's previous kernel
+    and lets the next be scheduled before it touches memory (sm_90+; nothing on sm_80)."""
+    from tests.conftest import assert_dependent_prologue, nvrtc_ptx
+
+    names = _norms._names(spec)
+    ptx = nvrtc_ptx(_norms.kernel_source("norms.cu"), names, arch, Path(_norms.__file__).parent)
+    assert_dependent_prologue(ptx, len(names), arch)
+
+
 def test_launch_host_overhead(recorder):
     """Per-call Python work of the launcher (launch itself faked): a few microseconds."""
     spec = _find("layernorm_fwd", "tuned", 4096, "bf16", "bf16", "bf16")

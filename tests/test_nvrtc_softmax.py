@@ -233,6 +233,21 @@ def test_compile_sm80(spec):
     _check(spec, "sm_80")
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("spec", SM80_SPECS, ids=_spec_id)
+def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):
+    """As the norms': wait for the stream's previous kernel, then let the next be scheduled,
+    before any memory access (sm_90+; nothing on sm_80)."""
+    from tests.conftest import assert_dependent_prologue, nvrtc_ptx
+
+    src = Path(nv_softmax.__file__).resolve().parent
+    defines = () if spec.ctas_per_row > 1 else tuple(nv_softmax._SINGLE_CTA.items())
+    ptx = nvrtc_ptx(
+        nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], arch, src, defines
+    )
+    assert_dependent_prologue(ptx, 1, arch)
+
+
 # ------------------------------------------------------------------------------------------------
 # Host emulation: the CUDA C of softmax.cu (and the norms.cuh helpers it uses) compiled with g++
 # against a tiny CUDA stand-in (one pthread per CUDA thread, real barriers for __syncthreads and
@@ -405,6 +420,8 @@ def _emu_rewrite_asm(m: re.Match) -> str:
         ("ld.acquire.gpu", lambda: f"{o[0]} = __atomic_load_n({i[0]}, __ATOMIC_ACQUIRE);"),
         # FP8 conversions live under `__CUDA_ARCH__ >= 890`, which the host build never defines.
         ("cvt.rn.satfinite", lambda: "__builtin_trap();"),
+        # as the dependent-launch prologue (`__CUDA_ARCH__ >= 900`): one stream, nothing to wait for
+        ("griddepcontrol", lambda: ";"),
     ]
     if tmpl == "":  # an empty asm only hides values from the compiler (Pack::opaque)
         return ";"

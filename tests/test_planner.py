@@ -98,6 +98,26 @@ def test_backward_partials_and_finalize():
     assert rplan.scratch_bytes == rplan.partial_bytes  # dgamma only
 
 
+def test_dependent_launches_only_where_the_device_has_them():
+    """On sm_90+ limits every one-CTA-a-row main kernel and the backward's finalize are launched
+    as programmatic dependents; multi-CTA (cooperative) kernels never; older devices (the
+    default limits) never."""
+    hopper = dataclasses.replace(H200, dependent_launch=True)
+    bwd = r.select_norm(BWD, 4096, 16384, 256)
+    fwd = r.select_norm(FWD, 4096, 16384, 256)
+    for limits, want in ((hopper, True), (H200, False)):
+        plan = p.norm_plan(p.norm_spec(bwd, 4096, 8, limits), 16384, 4096, limits, 2)
+        assert plan.dependent is want and plan.finalize_dependent is want
+        fplan = p.norm_plan(p.norm_spec(fwd, 4096, 8, limits), 16384, 4096, limits, 2)
+        assert fplan.dependent is want and fplan.finalize_dependent is False
+    long = r.select_norm(BWD, 65536, 16384, 256, measured=False)
+    lplan = p.norm_plan(p.norm_spec(long, 65536, 8, hopper), 16384, 65536, hopper, 1)
+    assert lplan.cooperative and not lplan.dependent and lplan.finalize_dependent
+    cfg = r.select_softmax("softmax_fwd", "scaled", "bf16", 1000)
+    splan = p.softmax_plan(p.softmax_spec(cfg, 1000, 8, hopper), 4000, 1000, hopper, 16)
+    assert splan.dependent and not splan.finalize_dependent
+
+
 @pytest.mark.parametrize(
     ("partial_rows", "cols", "grid", "block"),
     [

@@ -719,3 +719,25 @@ def test_launcher_is_thread_safe(monkeypatch):
     assert not errors and len(drv.launches) == 8 * 300
     for _, _, _, (a, b, c, d), stream, _ in drv.launches:
         assert a == b == d and c == a % 1000 and a // 1_000_000 == stream
+
+
+def test_programmatic_launcher_goes_through_launch_kernel_ex(monkeypatch):
+    """A programmatic launcher hands cuLaunchKernelEx the same shape and parameters, with the
+    programmatic-serialization attribute (and the cooperative one when asked), per stream."""
+    from tests.fakes import FakeDriver
+
+    drv = FakeDriver({0xD0: "dep", 0xD1: "plain"}).install(monkeypatch)
+    dep = rtc.Launcher(0xD0, (4, 1), (32, 8), "PPiI", programmatic=True)
+    plain = rtc.Launcher(0xD1, (4, 1), (32, 8), "PPiI")
+    assert dep.programmatic and not plain.programmatic and "programmatic" in repr(dep)
+    dep(0x10, 1, 2, -3, 4)
+    plain(0x10, 5, 6, 7, 8)
+    dep(0x20, 9, 10, 11, 12)  # another stream: its own config
+    assert drv.programmatic == [0, 2]
+    first, second, third = drv.launches
+    assert first == ("dep", (4, 1, 1), (32, 8, 1), (1, 2, -3, 4), 0x10, False)
+    assert second[0] == "plain" and second[4] == 0x10
+    assert third[3:5] == ((9, 10, 11, 12), 0x20)
+    coop = rtc.Launcher(0xD0, 2, 64, "P", programmatic=True, cooperative=True)
+    coop(0x30, 7)
+    assert drv.launches[-1][5] is True and drv.programmatic[-1] == 3

@@ -49,6 +49,7 @@ from ... import registry
 from ...planner import FINALIZE_MAX_ROWS, FINALIZE_ROWS_PER_THREAD, NormPlan, NormSpec
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
+from ._rowops import dependent_launch
 
 __all__ = [
     "SIMULATOR",
@@ -83,6 +84,8 @@ FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
 _HW_CVT_CC = (8, 0)
 # fp32 -> fp8 in hardware (cvt.rn.satfinite.{e4m3,e5m2}x2.f32) needs sm_89.
 _HW_FP8_CC = (8, 9)
+# Programmatic dependent launch (griddepcontrol) needs sm_90.
+_DEPENDENT_LAUNCH_CC = (9, 0)
 # FP8 formats: (exponent bias, mantissa bits, code of the largest finite magnitude, float32
 # bits of that magnitude: 448 and 57344). NaN converts to 0x7F (CUDA's canonical FP8 NaN).
 _FP8 = {
@@ -865,6 +868,12 @@ def _hw_flags(cc: tuple[int, int] | None) -> tuple[bool, bool]:
     return cc >= _HW_CVT_CC, cc >= _HW_FP8_CC
 
 
+def _dependent_launch(cc: tuple[int, int] | None) -> bool:
+    """Whether kernels for ``cc`` start with the griddepcontrol prologue (NVRTC's
+    ``nn::kernel_prologue``): the plan may launch them as programmatic dependents."""
+    return cc is not None and cc >= _DEPENDENT_LAUNCH_CC
+
+
 def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
     """(re-read weights, software pipeline) of the forward kernel.
 
@@ -906,6 +915,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     XW = _words_per(cfg.input, NE, _SIM)
     NXW = LDGS * XW if PREFETCH else 1  # the next row as loaded (PREFETCH)
     WORD = F32 if _SIM else types.uint32
+    launch_dependents, wait_primary = dependent_launch(_dependent_launch(cc))
 
     # y of one vector, computed in the loop that stores it (the weights' vector is used as it
     # arrives: run 25) except where NVVM did not always unroll that loop with y inside and the
@@ -943,6 +953,8 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         x, gamma, beta, y, mu, rsigma, rows, cols, x_stride, y_stride, eps, zero_centered,
         stats, barrier, scale, amax, scale_inv,
     ):  # fmt: skip
+        wait_primary()  # NVRTC's kernel_prologue: before any memory access
+        launch_dependents()
         tid = cuda.threadIdx.x
         lane = tid % 32
         warp = tid // 32
@@ -1234,7 +1246,7 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     return held + nxt + 32 <= _register_cap(spec)
 
 
-def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
+def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
     GENERAL, RMS, ADD, MULTI = spec.general, cfg.is_rms, cfg.fused_add, multi
@@ -1261,6 +1273,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     XW2 = XW if LEAN else 1  # (scalar bf16 slices have no whole word)
     DW2 = DW if LEAN else 1
     _st, _st_g, _ = _stores(hw_cvt)
+    launch_dependents, wait_primary = dependent_launch(dependent)
 
     @_device
     def load_row(x, dy, row, x_stride, dy_stride, col0, step, cols, xs, dys):
@@ -1286,6 +1299,8 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
         x_stride, dx_stride, add_stride, zero_centered, stats, barrier,
     ):  # fmt: skip
+        wait_primary()  # NVRTC's kernel_prologue: before any memory access
+        launch_dependents()
         tid = cuda.threadIdx.x
         lane = tid % 32
         warp = tid // 32
@@ -1515,14 +1530,17 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool):
     return norm_bwd
 
 
-def _finalize_kernel(has_beta: bool, hw_cvt: bool):
+def _finalize_kernel(has_beta: bool, hw_cvt: bool, dependent: bool):
     HAS_BETA = has_beta
     SH_G = FINALIZE_MAX_ROWS * 32  # shared arrays' sizes must be closure constants
     SH_B = SH_G if has_beta else 1
     BATCH = FINALIZE_ROWS_PER_THREAD  # loads in flight per thread; the adds stay in row order
     _st = _stores(hw_cvt)[0]
+    launch_dependents, wait_primary = dependent_launch(dependent)
 
     def norm_bwd_finalize(dgamma_part, dbeta_part, dgamma, dbeta, partial_rows, cols):
+        wait_primary()  # the main kernel's partials: launched as its dependent on sm_90+
+        launch_dependents()
         # the NVRTC kernel's order: thread (lane, ty) adds rows ty, ty + step, ... in order, then
         # the step sums meet in a fixed tree (the lower half adds the upper half's)
         lane = cuda.threadIdx.x
@@ -1615,11 +1633,14 @@ class _Compiled:
         self.kernel = kernel
         self.cooperative = cooperative
 
-    def launcher(self, grid: tuple, block: tuple, params: str, cooperative: bool) -> Any:
+    def launcher(
+        self, grid: tuple, block: tuple, params: str, cooperative: bool, programmatic: bool = False
+    ) -> Any:
         """An :class:`rtc.Launcher` of this kernel (GPU only): pre-packed parameters, no Numba
         argument conversion per call (the kernels take raw pointers and scalars only)."""
         coop = cooperative or self.cooperative
-        return rtc.Launcher(self.kernel, grid, block, params, cooperative=coop)
+        dep = programmatic and not coop  # the plan never asks for both; be sure
+        return rtc.Launcher(self.kernel, grid, block, params, cooperative=coop, programmatic=dep)
 
 
 _LOCK = threading.RLock()
@@ -1747,7 +1768,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
     has_beta = not cfg.is_rms
     main = _kernel_for(
         ("bwd", spec.kernel_key, multi),
-        lambda cc: _backward_kernel(spec, multi, _hw_flags(cc)[0]),
+        lambda cc: _backward_kernel(spec, multi, _hw_flags(cc)[0], _dependent_launch(cc)),
         None if _SIM else _backward_signature(cfg),
         arch,
         _bounds(spec),
@@ -1755,7 +1776,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
     )
     fin = _kernel_for(
         ("fin", cfg.weight, has_beta),
-        lambda cc: _finalize_kernel(has_beta, _hw_flags(cc)[0]),
+        lambda cc: _finalize_kernel(has_beta, _hw_flags(cc)[0], _dependent_launch(cc)),
         None if _SIM else _finalize_signature(cfg.weight),
         arch,
         (32 * FINALIZE_MAX_ROWS, 1),  # the largest block the planner gives it
@@ -1897,10 +1918,16 @@ class _Launch:
         hit = self._launchers.get(id(compiled))
         if hit is None:
             if compiled is self.fin:
-                hit = compiled.launcher(self.fgrid, self.fblock, NORM_FINALIZE_PARAMS, False)
+                hit = compiled.launcher(
+                    self.fgrid, self.fblock, NORM_FINALIZE_PARAMS, False,
+                    self.plan.finalize_dependent,
+                )  # fmt: skip
             else:
                 params = NORM_BWD_PARAMS if self.plan.spec.config.is_backward else NORM_FWD_PARAMS
-                hit = compiled.launcher(self.grid, self.block, params, self.plan.cooperative)
+                plan = self.plan
+                hit = compiled.launcher(
+                    self.grid, self.block, params, plan.cooperative, plan.dependent
+                )
             self._launchers[id(compiled)] = hit
         return hit
 

@@ -41,6 +41,7 @@ __all__ = [
     "copy_words",
     "cta_merge",
     "cta_sum",
+    "dependent_launch",
     "div32",
     "dot_acc",
     "ex2",
@@ -873,6 +874,26 @@ if not SIM:
 
         return types.void(counter, idx, target), codegen
 
+    @functools.cache
+    def dependent_launch(enabled: bool):
+        """``(launch_dependents, wait_primary)`` of programmatic dependent launch, as NVRTC's
+        ``nn::launch_dependents`` / ``nn::wait_primary`` (``griddepcontrol``, sm_90+): both
+        emit nothing unless ``enabled`` (the kernel's target has them)."""
+
+        def op(text: str):
+            @intrinsic
+            def _op(typingctx):
+                def codegen(context, builder, sig, args):
+                    if enabled:
+                        _asm(builder, _VOID, [], text, "~{memory}", side_effect=True)
+                    return context.get_dummy_value()
+
+                return types.void(), codegen
+
+            return _op
+
+        return op("griddepcontrol.launch_dependents;"), op("griddepcontrol.wait;")
+
 else:  # Numba's CUDA simulator: the same operations in Python.
 
     def _bits(x) -> int:
@@ -1150,6 +1171,14 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         for o in (16, 8, 4, 2, 1):
             f = max(f, _shfl_xor(f, o, xch, tid))
         return 1 if f != 0 else 0
+
+    @cuda.jit(device=True)
+    def _no_op():
+        pass
+
+    def dependent_launch(enabled: bool):
+        """The simulator runs kernels one after another: nothing to signal or wait for."""
+        return _no_op, _no_op
 
     @cuda.jit(device=True)
     def inter_cta_barrier(counter, idx, target):

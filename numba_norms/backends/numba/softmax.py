@@ -70,7 +70,15 @@ _LOG2E = np.float32(1.4426950408889634)
 
 
 def _forward_kernel(
-    dtype: str, variant: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool, prefetch: bool
+    dtype: str,
+    variant: str,
+    wm: int,
+    wn: int,
+    ne: int,
+    ldgs: int,
+    multi: bool,
+    prefetch: bool,
+    dependent: bool = False,
 ):
     """``softmax_fwd`` of docs/design.md for one compile-time shape (a Python function).
 
@@ -78,7 +86,8 @@ def _forward_kernel(
     one-CTA kernels leave it out, which saves registers and compile time (as NVRTC's build
     with ``SOFTMAX_MULTI_CTA=0``). ``prefetch``: each vector of the next row is loaded as soon
     as this row's is widened, so the next row's loads are in flight during this row's
-    reductions (NVRTC's ``PREFETCH``); the row waiting is kept as loaded.
+    reductions (NVRTC's ``PREFETCH``); the row waiting is kept as loaded. ``dependent``: the
+    kernel starts with the griddepcontrol prologue (sm_90+; :func:`_pyfunc`).
     """
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
@@ -105,6 +114,7 @@ def _forward_kernel(
     multi_warp = wn > 1
     neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
     f32, u32, i32 = types.float32, types.uint32, types.int32
+    launch_dependents, wait_primary = ro.dependent_launch(dependent)
 
     def softmax_fwd(
         x,
@@ -122,6 +132,8 @@ def _forward_kernel(
         stats,
         barrier,
     ):
+        wait_primary()  # NVRTC's kernel_prologue: before any memory access
+        launch_dependents()
         tid = cuda.threadIdx.x
         warp = tid // 32
         lane = tid % 32
@@ -294,7 +306,9 @@ def _forward_kernel(
     return softmax_fwd
 
 
-def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool):
+def _backward_kernel(
+    dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool, dependent: bool = False
+):
     """``softmax_bwd`` of docs/design.md: ``dx = scale * y * (dy - sum(dy * y))``."""
     nw = ro.words_per_vector(dtype, ne)
     kw = nw * ldgs  # words of the row part a thread holds (raw: half the registers of fp32)
@@ -311,8 +325,11 @@ def _backward_kernel(dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bo
     multi_warp = wn > 1
     f0 = _F0
     f32, u32 = types.float32, types.uint32
+    launch_dependents, wait_primary = ro.dependent_launch(dependent)
 
     def softmax_bwd(dy, y, dx, rows, cols, dy_stride, y_stride, dx_stride, scale, stats, barrier):
+        wait_primary()  # NVRTC's kernel_prologue: before any memory access
+        launch_dependents()
         tid = cuda.threadIdx.x
         warp = tid // 32
         lane = tid % 32
@@ -420,12 +437,18 @@ def _multi(spec: SoftmaxSpec) -> bool:
     return spec.ctas_per_row > 1
 
 
-def _pyfunc(spec: SoftmaxSpec):
+# Programmatic dependent launch (griddepcontrol) needs sm_90.
+_DEPENDENT_LAUNCH_CC = (9, 0)
+
+
+def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
+    """The kernel of ``spec`` for compute capability ``cc`` (None: the simulator)."""
     c = spec.config
     shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, _multi(spec))
+    dependent = cc is not None and cc >= _DEPENDENT_LAUNCH_CC
     if c.is_backward:
-        return _backward_kernel(c.dtype, *shape)
-    return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch)
+        return _backward_kernel(c.dtype, *shape, dependent=dependent)
+    return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dependent)
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,15 +476,16 @@ class _Compiled:
 
     def launcher(self, plan: RowPlan) -> Any:
         """The :class:`rtc.Launcher` of this kernel for ``plan``'s launch shape (GPU only)."""
-        key = (plan.grid, plan.block, plan.cooperative)
+        key = (plan.grid, plan.block, plan.cooperative, plan.dependent)
         fire = self._launchers.get(key)
         if fire is None:
             params = SOFTMAX_BWD_PARAMS if plan.spec.op == "softmax_bwd" else SOFTMAX_FWD_PARAMS
             # Several CTAs a row synchronise through their own atomic barrier and need only
             # co-residency: a property of the launch, not of the code.
             fire = rtc.Launcher(
-                self.kernel, plan.grid, plan.block, params, cooperative=plan.cooperative
-            )
+                self.kernel, plan.grid, plan.block, params,
+                cooperative=plan.cooperative, programmatic=plan.dependent,
+            )  # fmt: skip
             self._launchers[key] = fire
         return fire
 
@@ -517,7 +541,8 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
         cc = _parse_arch(arch)
 
         def build_ptx() -> str:
-            ptx, _ = cuda.compile_ptx(_pyfunc(spec), _signature(spec), cc=cc, launch_bounds=bounds)
+            fn = _pyfunc(spec, cc)
+            ptx, _ = cuda.compile_ptx(fn, _signature(spec), cc=cc, launch_bounds=bounds)
             return ptx
 
         return _cached(("ptx", cc, spec.kernel_key, _multi(spec)), build_ptx)
@@ -525,7 +550,7 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
     if ro.SIM:
         return _cached(
             ("sim", spec.kernel_key, _multi(spec)),
-            lambda: _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec)), None, threads),
+            lambda: _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec, None)), None, threads),
         )
     cc = tuple(cuda.get_current_device().compute_capability)
     key = ("softmax", spec.kernel_key, _multi(spec), str(_signature(spec)), bounds)
@@ -573,7 +598,7 @@ def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
         key = ("softmax", s.kernel_key, _multi(s), str(_signature(s)), bounds)
 
         def make(s: SoftmaxSpec = s, bounds: tuple[int, int] = bounds) -> Any:
-            return cuda.jit(_signature(s), launch_bounds=bounds)(_pyfunc(s))
+            return cuda.jit(_signature(s), launch_bounds=bounds)(_pyfunc(s, cc))
 
         kernel = _cubin.load(key, make, cc)
         if kernel.local_bytes <= SPILL_LIMIT:

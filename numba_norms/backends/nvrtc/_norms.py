@@ -225,12 +225,16 @@ class _Launch:
         main, finalize = load(plan.spec, device)
         params = NORM_BWD_PARAMS if plan.spec.config.is_backward else NORM_FWD_PARAMS
         self.main = rtc.Launcher(
-            main, tuple(plan.grid), tuple(plan.block), params, cooperative=bool(plan.cooperative)
-        )
+            main, tuple(plan.grid), tuple(plan.block), params,
+            cooperative=bool(plan.cooperative), programmatic=plan.dependent,
+        )  # fmt: skip
         self.finalize = None
         if finalize is not None:
             fgrid, fblock = tuple(plan.finalize_grid), tuple(plan.finalize_block)
-            self.finalize = rtc.Launcher(finalize, fgrid, fblock, NORM_FINALIZE_PARAMS)
+            self.finalize = rtc.Launcher(
+                finalize, fgrid, fblock, NORM_FINALIZE_PARAMS,
+                programmatic=plan.finalize_dependent,
+            )  # fmt: skip
         self.rows = plan.rows
         self.cols = plan.cols
         self.multi = plan.ctas_per_row > 1

@@ -363,6 +363,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
              int zero_centered, float* stats, int* barrier, const float* scale, float* amax,
              float* scale_inv) {
   using namespace nn;
+  kernel_prologue();
   constexpr bool FP8 = is_fp8<To>::value;
   static_assert(same_type<To, float>::value || is_half16<To>::value || FP8, "output type");
   __shared__ float2 red[2][WARPS_M][WARPS_N];
@@ -565,6 +566,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
              long long dy_stride, long long x_stride, long long dx_stride, long long add_stride,
              int zero_centered, float* stats, int* barrier) {
   using namespace nn;
+  kernel_prologue();
   static_assert(!ADD || RMS, "the fused add exists for RMSNorm only");
   __shared__ float2 red[2][WARPS_M][WARPS_N];
 
@@ -768,6 +770,7 @@ __global__ void __launch_bounds__(32 * FIN_MAX_ROWS)
                       int partial_rows, int cols) {
   __shared__ float shg[FIN_MAX_ROWS][32];
   __shared__ float shb[HAS_BETA ? FIN_MAX_ROWS : 1][32];
+  nn::kernel_prologue();  // the main kernel's partials: launched as its dependent on sm_90+
   const int lane = threadIdx.x, ty = threadIdx.y, step = blockDim.y;
   const int c = blockIdx.x * 32 + lane;
   float sg = 0.f, sb = 0.f;

@@ -240,6 +240,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
                 long long x_stride, long long y_stride, long long mask_stride, int sq, int heads,
                 int mask_batch, float scale, float* stats, int* barrier) {
   using namespace nnsm;
+  nn::kernel_prologue();
   constexpr int N = NUM_ELTS;
   constexpr bool MASKED = VARIANT == 1;
   constexpr bool CAUSAL = VARIANT >= 2;
@@ -460,6 +461,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
                 long long y_stride, long long dx_stride, float scale, float* stats,
                 int* barrier) {
   using namespace nnsm;
+  nn::kernel_prologue();
   constexpr int N = NUM_ELTS;
 
   const int warp = threadIdx.x / 32;

@@ -201,6 +201,7 @@ class _Launch:
             tuple(plan.block),
             params,
             cooperative=bool(plan.cooperative),
+            programmatic=plan.dependent,
         )
         self.rows = plan.rows
         self.cols = plan.cols
