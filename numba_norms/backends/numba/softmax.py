@@ -34,7 +34,7 @@ from ...planner import RowPlan, SoftmaxSpec
 from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _cubin
 from . import _rowops as ro
-from ._norms import _memset_barrier  # shared host helper
+from ._norms import _dependent_launch, _memset_barrier  # shared with the norms
 
 __all__ = [
     "launchers",
@@ -437,15 +437,11 @@ def _multi(spec: SoftmaxSpec) -> bool:
     return spec.ctas_per_row > 1
 
 
-# Programmatic dependent launch (griddepcontrol) needs sm_90.
-_DEPENDENT_LAUNCH_CC = (9, 0)
-
-
 def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
     """The kernel of ``spec`` for compute capability ``cc`` (None: the simulator)."""
     c = spec.config
     shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, _multi(spec))
-    dependent = cc is not None and cc >= _DEPENDENT_LAUNCH_CC
+    dependent = _dependent_launch(cc)
     if c.is_backward:
         return _backward_kernel(c.dtype, *shape, dependent=dependent)
     return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dependent)
