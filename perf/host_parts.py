@@ -8,8 +8,9 @@ does on real CUDA tensors, and the whole call beside ``torch.nn.functional.layer
 
 - the output allocations (``torch.empty_like``, ``torch.empty`` of the row statistics);
 - reading the signature (``data_ptr``, dtype/shape/stride/device) and the current stream;
-- the launch: ``rtc.Launcher`` (``cuda.bindings`` ``cuLaunchKernel``) and the same parameter
-  block handed to the driver's ``cuLaunchKernel`` through ``ctypes``.
+- the launch: ``rtc.Launcher`` (``cuda.bindings`` ``cuLaunchKernelEx`` since session 11,
+  ``cuLaunchKernel`` before) and the same parameter block handed to the driver's
+  ``cuLaunchKernel`` through ``ctypes``.
 
     python3 perf/host_parts.py [--rows 8] [--hidden 4096] [--calls 200] [--out DIR]
 """

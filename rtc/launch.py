@@ -317,7 +317,10 @@ class Launcher:
 
     Where :func:`launch` converts its arguments on every call (through ``cuda.core``), a
     launcher packs them with one ``struct.pack_into`` into a parameter block it owns and calls
-    ``cuLaunchKernel`` (or ``cuLaunchCooperativeKernel``) with that block's address.
+    ``cuLaunchKernelEx`` with that block's address and a launch configuration built once per
+    stream (cooperative and programmatic launches are attributes of it). Through cuda.bindings
+    that call took 0.8 us less on the host than ``cuLaunchKernel`` with its eleven arguments
+    (H200 host, run 69: 4.8-7.3 against 5.6-8.2 us a launch).
 
     Parameters
     ----------
@@ -350,7 +353,7 @@ class Launcher:
 
     __slots__ = (
         "_fn", "_grid", "_block", "_smem", "_coop", "_device", "_struct", "_buf", "_ptrs",
-        "_addr", "_lock", "params", "name", "_ex",
+        "_addr", "_lock", "params", "name", "_dep", "_configs",
     )  # fmt: skip
 
     def __init__(
@@ -394,32 +397,30 @@ class Launcher:
         self._ptrs = (ctypes.c_void_p * max(n, 1))(*(base + 8 * i for i in range(n)))
         self._addr = ctypes.addressof(self._ptrs) if n else 0
         self._lock = threading.Lock()
-        # programmatic launches: one CUlaunchConfig per stream handle (None: plain launches)
-        self._ex: dict[int, Any] | None = {} if programmatic else None
+        self._dep = bool(programmatic)
+        self._configs: dict[int, Any] = {}  # stream handle -> CUlaunchConfig
 
     def __repr__(self) -> str:
         return (
             f"<rtc.Launcher {self.name} grid={self._grid} block={self._block} "
             f"params={self.params!r}{' cooperative' if self._coop else ''}"
-            f"{' programmatic' if self._ex is not None else ''}>"
+            f"{' programmatic' if self._dep else ''}>"
         )
 
     @property
     def programmatic(self) -> bool:
         """Whether launches are programmatic dependents of the stream's previous kernel."""
-        return self._ex is not None
+        return self._dep
 
-    def _ex_config(self, stream: int) -> Any:
-        """The ``CUlaunchConfig`` of a programmatic launch on ``stream`` (built once)."""
-        cfg = self._ex.get(stream)
-        if cfg is not None:
-            return cfg
+    def _config(self, stream: int) -> Any:
+        """The ``CUlaunchConfig`` of a launch on ``stream`` (built once per stream)."""
         ids = _driver.CUlaunchAttributeID
         attrs = []
-        dep = _driver.CUlaunchAttribute()
-        dep.id = ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-        dep.value.programmaticStreamSerializationAllowed = 1
-        attrs.append(dep)
+        if self._dep:
+            dep = _driver.CUlaunchAttribute()
+            dep.id = ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            dep.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(dep)
         if self._coop:
             coop = _driver.CUlaunchAttribute()
             coop.id = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
@@ -432,9 +433,9 @@ class Launcher:
         cfg.hStream = stream
         cfg.attrs = attrs
         cfg.numAttrs = len(attrs)
-        if len(self._ex) >= _CACHE_LIMIT:
-            self._ex.clear()
-        self._ex[stream] = cfg
+        if len(self._configs) >= _CACHE_LIMIT:
+            self._configs.clear()
+        self._configs[stream] = cfg
         return cfg
 
     def __call__(self, stream: int, *args: Any) -> None:
@@ -442,19 +443,12 @@ class Launcher:
         ``args``, one per parameter code (pointers as ints)."""
         if getattr(_tls, "device", None) != self._device:
             ensure_context(self._device)
-        (gx, gy, gz), (bx, by, bz) = self._grid, self._block
         with self._lock:
             self._struct.pack_into(self._buf, 0, *args)
-            if self._ex is not None:
-                err = _driver.cuLaunchKernelEx(self._ex_config(stream), self._fn, self._addr, 0)[0]
-            elif self._coop:
-                err = _driver.cuLaunchCooperativeKernel(
-                    self._fn, gx, gy, gz, bx, by, bz, self._smem, stream, self._addr
-                )[0]
-            else:
-                err = _driver.cuLaunchKernel(
-                    self._fn, gx, gy, gz, bx, by, bz, self._smem, stream, self._addr, 0
-                )[0]
+            cfg = self._configs.get(stream)
+            if cfg is None:
+                cfg = self._config(stream)
+            err = _driver.cuLaunchKernelEx(cfg, self._fn, self._addr, 0)[0]
         if int(err) != 0:
             raise RuntimeError(f"launch of {self.name} failed: {getattr(err, 'name', err)}")
 

@@ -31,9 +31,9 @@ class FakeDriver:
     ``install`` swaps it in for ``rtc.launch``'s driver module; each launch is recorded as
     ``(label, grid, block, args, stream, cooperative)`` with ``args`` decoded from the parameter
     block the launcher packed, so a test sees exactly the bytes a kernel would receive.
-    Programmatic launches (``cuLaunchKernelEx``) are recorded the same way, and their indices
-    in ``launches`` are listed in ``programmatic``. The driver's types (``CUlaunchConfig``, ...)
-    are the real ones.
+    Launches arrive through ``cuLaunchKernelEx`` (cooperative and programmatic launches as its
+    attributes); the indices of programmatic ones in ``launches`` are listed in
+    ``programmatic``. The driver's types (``CUlaunchConfig``, ...) are the real ones.
     """
 
     def __init__(self, labels: dict[int, str] | None = None, *, record: bool = True) -> None:
@@ -82,16 +82,12 @@ class FakeDriver:
             self.memsets.append((ptr, value, count, stream))
         return (0,)
 
-    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
-        return self._record(fn, (gx, gy, gz), (bx, by, bz), stream, params, False)
-
-    def cuLaunchCooperativeKernel(self, fn, gx, gy, gz, bx, by, bz, smem, stream, params):
-        return self._record(fn, (gx, gy, gz), (bx, by, bz), stream, params, True)
-
     def cuLaunchKernelEx(self, config, fn, params, extra):
+        if not self.record:
+            return (0,)
         ids = self.CUlaunchAttributeID
         kinds = {a.id for a in config.attrs[: config.numAttrs]}
-        if self.record and ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION in kinds:
+        if ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION in kinds:
             self.programmatic.append(len(self.launches))
         grid = (config.gridDimX, config.gridDimY, config.gridDimZ)
         block = (config.blockDimX, config.blockDimY, config.blockDimZ)

@@ -670,7 +670,7 @@ def test_rtc_does_not_import_numba_norms():
 
 
 # ---------------------------------------------------------------------------------------------
-# Launcher (fake driver: what would reach cuLaunchKernel)
+# Launcher (fake driver: what would reach cuLaunchKernelEx)
 # ---------------------------------------------------------------------------------------------
 
 
