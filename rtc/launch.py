@@ -318,9 +318,9 @@ class Launcher:
     Where :func:`launch` converts its arguments on every call (through ``cuda.core``), a
     launcher packs them with one ``struct.pack_into`` into a parameter block it owns and calls
     ``cuLaunchKernelEx`` with that block's address and a launch configuration built once per
-    stream (cooperative and programmatic launches are attributes of it). Through cuda.bindings
-    that call took 0.8 us less on the host than ``cuLaunchKernel`` with its eleven arguments
-    (H200 host, run 69: 4.8-7.3 against 5.6-8.2 us a launch).
+    stream (cooperative and programmatic launches are attributes of it: one code path). On the
+    H200 host a plain launch this way cost what ``cuLaunchKernel`` did (run 70: 7.6 us; run 69's
+    processes 5.6-8.2 us), a programmatic one 0.7-0.8 us less in the same process (runs 69-70).
 
     Parameters
     ----------
