@@ -44,6 +44,10 @@ def info_lines() -> list[tuple[str, str]]:
             rows.append(("device", "no GPU: compile-only"))
         else:
             rows.append(("device", f"{dev.name} ({dev.sm_count} SMs, {dev.arch})"))
+            chained = dispatch.device_limits(dev.ordinal).dependent_launch
+            rows.append(
+                ("launches", "chained (programmatic dependents, sm_90+)" if chained else "plain")
+            )
     drv = rtc.driver_version()
     rows.append(("driver", "none" if drv is None else f"CUDA {drv[0]}.{drv[1]}"))
     ok, detail = dispatch.nvrtc_status()

@@ -103,12 +103,7 @@ def last_backend() -> str | None:
 
 _limits_cache: dict[int | None, DeviceLimits] = {}
 # Programmatic dependent launch (griddepcontrol) needs sm_90.
-_DEPENDENT_LAUNCH_ARCH = 90
-
-
-def _arch_number(arch: str) -> int:
-    """``"sm_90"`` -> 90 (``"sm_90a"`` too)."""
-    return int("".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit()))
+_DEPENDENT_LAUNCH_CC = (9, 0)
 
 
 def device_limits(device: int | None) -> DeviceLimits:
@@ -127,7 +122,7 @@ def device_limits(device: int | None) -> DeviceLimits:
             max_threads_per_block=info.max_threads_per_block,
             max_shared_per_block_optin=info.max_shared_per_block_optin,
             cooperative=bool(info.cooperative_launch),
-            dependent_launch=_arch_number(info.arch) >= _DEPENDENT_LAUNCH_ARCH,
+            dependent_launch=tuple(info.cc) >= _DEPENDENT_LAUNCH_CC,
             name=info.name,
         )
         _limits_cache[device] = limits

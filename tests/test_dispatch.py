@@ -43,3 +43,24 @@ def test_measured_entry_that_cannot_be_resident_falls_back_to_te(h200):
 def test_te_entry_that_cannot_be_resident_is_an_error(h200):
     with pytest.raises(planner.PlanError, match="occupancy 0"):
         dispatch._norm_plan("nvrtc", _backend(lambda s: 0), KEY, 16384, 4096, ((256, 2),), 0)
+
+
+@pytest.mark.parametrize(("cc", "chained"), [((9, 0), True), ((10, 0), True), ((8, 0), False)])
+def test_device_limits_and_info_say_whether_launches_are_chained(monkeypatch, cc, chained):
+    """Programmatic dependent launches from compute capability 9.0 on (a stand-in device)."""
+    import rtc
+    from numba_norms import cli
+
+    info = rtc.DeviceInfo(
+        ordinal=0, name="stand-in", arch=f"sm_{cc[0]}{cc[1]}", cc=cc, sm_count=132,
+        max_threads_per_sm=2048, max_threads_per_block=1024, max_shared_per_block=48 * 1024,
+        max_shared_per_block_optin=227 * 1024, max_shared_per_sm=228 * 1024,
+        regs_per_sm=65536, l2_bytes=50 << 20, cooperative_launch=True, driver_version=(13, 0),
+    )  # fmt: skip
+    monkeypatch.setattr(rtc, "device_info", lambda ordinal=None: info)
+    monkeypatch.setattr(dispatch, "simulator_enabled", lambda: False)
+    monkeypatch.setattr(dispatch, "_limits_cache", {})
+    limits = dispatch.device_limits(0)
+    assert limits.dependent_launch is chained and limits.sm_count == 132
+    rows = dict(cli.info_lines())
+    assert rows["launches"].startswith("chained" if chained else "plain")

@@ -257,3 +257,44 @@ def test_torch_stream_is_respected(backend):
         y, rs = nn.rmsnorm_fwd(x2, g)
     s.synchronize()
     assert_close(N(y), ref.rmsnorm_fwd(N(x) * 2, N(g), 1e-5)[0], "bf16", scale=2)
+
+
+@pytest.mark.parametrize("cols", [1024, 4096])
+def test_chained_kernels_read_what_the_previous_kernel_wrote(backend, cols):
+    """On sm_90 the kernels are launched as programmatic dependents: they start before the
+    stream's previous kernel has finished and wait for it inside. A chain of calls on one
+    stream, each reading what the call (or the torch kernel) before it wrote, must give the
+    bits of the same chain with the device synchronised after every call."""
+    import rtc
+    from numba_norms import dispatch
+
+    sm90 = rtc.device_info().cc >= (9, 0)
+    assert dispatch.device_limits(torch.cuda.current_device()).dependent_launch == sm90
+    rng = np.random.default_rng(11)
+    rows = 2048
+    x0 = T(rand((rows, cols), rng), "bf16")
+    g = T(rand(cols, rng, 0.3, 1.0), "bf16")
+    b = T(rand(cols, rng, 0.1), "bf16")
+
+    def chain(sync: bool) -> list:
+        def step(v):
+            if sync:
+                torch.cuda.synchronize()
+            return v
+
+        x, kept = x0.clone(), []
+        for _ in range(4):
+            y, mu, rs = step(nn.layernorm_fwd(x, g, b))
+            dx, dg, db = step(nn.layernorm_bwd(y, x, mu, rs, g))  # dy = y: read right after
+            z, _ = step(nn.rmsnorm_fwd(dx, g))
+            s = step(nn.scaled_softmax_fwd(z.view(1, 1, rows, cols), 0.5))
+            ds = step(nn.scaled_softmax_bwd(s, s, 0.5))
+            x = step(ds.view(rows, cols) * 512 + z)  # a torch kernel between ours
+            kept += [y, mu, rs, dx, dg, db, z, s, ds]
+        torch.cuda.synchronize()
+        return [t.detach().clone() for t in kept]
+
+    for a, c in zip(chain(False), chain(True), strict=True):
+        assert torch.equal(a.view(torch.int16) if a.dtype == torch.bfloat16 else a,
+                           c.view(torch.int16) if c.dtype == torch.bfloat16 else c)  # fmt: skip
+    assert nn.last_backend() == backend
