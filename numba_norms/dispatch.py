@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import planner, registry
-from .planner import DeviceLimits, PlanError
+from .planner import DEPENDENT_LAUNCH_CC, DeviceLimits, PlanError
 
 __all__ = [
     "BackendChoice",
@@ -102,8 +102,6 @@ def last_backend() -> str | None:
 
 
 _limits_cache: dict[int | None, DeviceLimits] = {}
-# Programmatic dependent launch (griddepcontrol) needs sm_90.
-_DEPENDENT_LAUNCH_CC = (9, 0)
 
 
 def device_limits(device: int | None) -> DeviceLimits:
@@ -122,7 +120,7 @@ def device_limits(device: int | None) -> DeviceLimits:
             max_threads_per_block=info.max_threads_per_block,
             max_shared_per_block_optin=info.max_shared_per_block_optin,
             cooperative=bool(info.cooperative_launch),
-            dependent_launch=tuple(info.cc) >= _DEPENDENT_LAUNCH_CC,
+            dependent_launch=tuple(info.cc) >= DEPENDENT_LAUNCH_CC,
             name=info.name,
         )
         _limits_cache[device] = limits

@@ -39,6 +39,9 @@ __all__ = [
 
 # Every scratch region starts on this boundary so any vector access inside it is aligned.
 SCRATCH_ALIGN = 256
+# Programmatic dependent launch (griddepcontrol: DeviceLimits.dependent_launch, the kernels'
+# prologue) needs compute capability 9.0; the CUDA C kernels test `__CUDA_ARCH__ >= 900`.
+DEPENDENT_LAUNCH_CC = (9, 0)
 # Finalize kernel (dgamma/dbeta partial reduction): a CTA of 32 columns x up to this many
 # thread rows (the kernels' shared memory holds that many partial sums a column).
 FINALIZE_MAX_ROWS = 32

@@ -481,6 +481,14 @@ def test_launches_are_programmatic_where_the_plan_says(recorder, dependent):
                       plan.partial_rows, 4096)  # fmt: skip
 
 
+def test_dependent_launch_arch_matches_the_planner():
+    """The CUDA C prologue's `__CUDA_ARCH__` bound is the planner's DEPENDENT_LAUNCH_CC."""
+    major, minor = planner.DEPENDENT_LAUNCH_CC
+    src = (Path(_norms.__file__).parent / "norms.cuh").read_text()
+    found = set(re.findall(r"__CUDA_ARCH__ >= (\d+)\n  asm volatile\(\"griddepcontrol", src))
+    assert found == {f"{major}{minor}0"}
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("spec", [QUICK_SPECS[0], QUICK_SPECS[1], QUICK_SPECS[3]], ids=_spec_id)
 def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):

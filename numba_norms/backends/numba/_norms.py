@@ -46,7 +46,13 @@ from numba.cuda import types
 import rtc
 
 from ... import registry
-from ...planner import FINALIZE_MAX_ROWS, FINALIZE_ROWS_PER_THREAD, NormPlan, NormSpec
+from ...planner import (
+    DEPENDENT_LAUNCH_CC,
+    FINALIZE_MAX_ROWS,
+    FINALIZE_ROWS_PER_THREAD,
+    NormPlan,
+    NormSpec,
+)
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
 from ._rowops import dependent_launch
@@ -84,8 +90,6 @@ FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
 _HW_CVT_CC = (8, 0)
 # fp32 -> fp8 in hardware (cvt.rn.satfinite.{e4m3,e5m2}x2.f32) needs sm_89.
 _HW_FP8_CC = (8, 9)
-# Programmatic dependent launch (griddepcontrol) needs sm_90.
-_DEPENDENT_LAUNCH_CC = (9, 0)
 # FP8 formats: (exponent bias, mantissa bits, code of the largest finite magnitude, float32
 # bits of that magnitude: 448 and 57344). NaN converts to 0x7F (CUDA's canonical FP8 NaN).
 _FP8 = {
@@ -871,7 +875,7 @@ def _hw_flags(cc: tuple[int, int] | None) -> tuple[bool, bool]:
 def _dependent_launch(cc: tuple[int, int] | None) -> bool:
     """Whether kernels for ``cc`` start with the griddepcontrol prologue (NVRTC's
     ``nn::kernel_prologue``): the plan may launch them as programmatic dependents."""
-    return cc is not None and cc >= _DEPENDENT_LAUNCH_CC
+    return cc is not None and cc >= DEPENDENT_LAUNCH_CC
 
 
 def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
