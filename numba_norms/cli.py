@@ -34,6 +34,7 @@ def info_lines() -> list[tuple[str, str]]:
     import rtc
 
     from . import dispatch
+    from .planner import MAX_CLUSTER
 
     rows: list[tuple[str, str]] = []
     if dispatch.simulator_enabled():
@@ -44,10 +45,13 @@ def info_lines() -> list[tuple[str, str]]:
             rows.append(("device", "no GPU: compile-only"))
         else:
             rows.append(("device", f"{dev.name} ({dev.sm_count} SMs, {dev.arch})"))
-            chained = dispatch.device_limits(dev.ordinal).dependent_launch
+            limits = dispatch.device_limits(dev.ordinal)
+            chained = limits.dependent_launch
             rows.append(
                 ("launches", "chained (programmatic dependents, sm_90+)" if chained else "plain")
             )
+            multi = "clusters (barrier.cluster, sm_90+)" if limits.clusters else "cooperative"
+            rows.append(("multi-CTA rows", f"{multi}; counter barrier above {MAX_CLUSTER} CTAs"))
     drv = rtc.driver_version()
     rows.append(("driver", "none" if drv is None else f"CUDA {drv[0]}.{drv[1]}"))
     ok, detail = dispatch.nvrtc_status()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import planner, registry
-from .planner import DEPENDENT_LAUNCH_CC, DeviceLimits, PlanError
+from .planner import CLUSTER_CC, DEPENDENT_LAUNCH_CC, DeviceLimits, PlanError
 
 __all__ = [
     "BackendChoice",
@@ -121,6 +121,7 @@ def device_limits(device: int | None) -> DeviceLimits:
             max_shared_per_block_optin=info.max_shared_per_block_optin,
             cooperative=bool(info.cooperative_launch),
             dependent_launch=tuple(info.cc) >= DEPENDENT_LAUNCH_CC,
+            clusters=tuple(info.cc) >= CLUSTER_CC,
             name=info.name,
         )
         _limits_cache[device] = limits
@@ -138,6 +139,12 @@ def backend_module(backend: str, op_module: str) -> ModuleType:
         mod = importlib.import_module(f"numba_norms.backends.{backend}.{op_module}")
         _modules[key] = mod
     return mod
+
+
+def _clusters(mod: ModuleType, spec, limits: DeviceLimits) -> int | None:
+    """How many clusters of the spec's row group the device holds (None: no cluster)."""
+    cluster = planner.cluster_size(spec.ctas_per_row, limits)
+    return mod.active_clusters(spec, cluster) if cluster > 1 else None
 
 
 # (backend, device, op, dtypes..., rows, cols, vector elements, tuned allowed) -> plan
@@ -169,7 +176,9 @@ def _norm_plan(
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
     try:
-        plan = planner.norm_plan(spec, rows, cols, limits, occupancy(spec))
+        plan = planner.norm_plan(
+            spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
+        )
     except PlanError:
         if cfg.origin != "measured":
             raise
@@ -177,7 +186,9 @@ def _norm_plan(
         # TE's entry serves.
         cfg = registry.select_norm(key, cols, rows, alignment, measured=False)
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
-        plan = planner.norm_plan(spec, rows, cols, limits, occupancy(spec))
+        plan = planner.norm_plan(
+            spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
+        )
     with _plan_lock:
         _plan_cache[cache_key] = plan
     return plan
@@ -220,7 +231,9 @@ def _softmax_plan(
     cfg = registry.select_softmax(op, variant, dtype, cols, backend=backend)
     spec = planner.softmax_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
-    plan = planner.softmax_plan(spec, rows, cols, limits, occupancy(spec))
+    plan = planner.softmax_plan(
+        spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
+    )
     with _plan_lock:
         _plan_cache[cache_key] = plan
     return plan

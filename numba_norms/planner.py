@@ -28,6 +28,7 @@ __all__ = [
     "RowPlan",
     "SoftmaxSpec",
     "SCRATCH_ALIGN",
+    "cluster_size",
     "finalize_shape",
     "norm_plan",
     "norm_spec",
@@ -42,6 +43,12 @@ SCRATCH_ALIGN = 256
 # Programmatic dependent launch (griddepcontrol: DeviceLimits.dependent_launch, the kernels'
 # prologue) needs compute capability 9.0; the CUDA C kernels test `__CUDA_ARCH__ >= 900`.
 DEPENDENT_LAUNCH_CC = (9, 0)
+# Thread-block clusters (sm_90+): the CTAs of a multi-CTA row run as one cluster and meet at
+# `barrier.cluster` instead of the global arrival counter (DeviceLimits.clusters, RowPlan.cluster;
+# the kernels test `%cluster_nctarank`). At most the portable cluster size: larger row groups
+# keep the cooperative launch and the counter.
+CLUSTER_CC = (9, 0)
+MAX_CLUSTER = 8
 # Finalize kernel (dgamma/dbeta partial reduction): a CTA of 32 columns x up to this many
 # thread rows (the kernels' shared memory holds that many partial sums a column).
 FINALIZE_MAX_ROWS = 32
@@ -60,7 +67,8 @@ class DeviceLimits:
     ``max_ctas_per_row`` is 1 where CTAs cannot wait for each other (Numba's CUDA simulator runs
     blocks one after another, so an inter-CTA barrier would never open). ``dependent_launch``:
     the device can start a kernel before the previous one in its stream has finished
-    (programmatic dependent launch, compute capability 9.0 and later).
+    (programmatic dependent launch, compute capability 9.0 and later). ``clusters``: it can
+    launch thread-block clusters (compute capability 9.0 and later).
     """
 
     sm_count: int
@@ -69,6 +77,7 @@ class DeviceLimits:
     cooperative: bool = True
     max_ctas_per_row: int = 1 << 16
     dependent_launch: bool = False
+    clusters: bool = False
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -81,6 +90,17 @@ class DeviceLimits:
     def simulator(cls) -> DeviceLimits:
         """Limits of Numba's CUDA simulator: a few SMs, no inter-CTA waiting."""
         return cls(sm_count=2, cooperative=False, max_ctas_per_row=1, name="cudasim")
+
+
+def cluster_size(ctas_per_row: int, limits: DeviceLimits) -> int:
+    """CTAs per thread-block cluster for rows of ``ctas_per_row`` CTAs (1: no cluster).
+
+    A row group becomes one cluster where the device has clusters and the group fits the
+    portable cluster size (MAX_CLUSTER).
+    """
+    if limits.clusters and 1 < ctas_per_row <= MAX_CLUSTER:
+        return ctas_per_row
+    return 1
 
 
 def _align(n: int, a: int = SCRATCH_ALIGN) -> int:
@@ -203,7 +223,7 @@ class RowPlan:
     Scratch layout (byte offsets into one device buffer of ``scratch_bytes``):
 
     * ``barrier``: one int32 arrival counter per row group, zeroed before every launch
-      (only with ``ctas_per_row > 1``);
+      (only with ``ctas_per_row > 1`` and no cluster);
     * ``stats``: inter-CTA exchange, ``[2 buffers][ctas_per_col][warps_m][ctas_per_row][2]`` fp32
       (only with ``ctas_per_row > 1``);
     * ``partials`` (backward): dgamma then dbeta partial sums, each ``[partial_rows, cols]`` fp32,
@@ -215,6 +235,11 @@ class RowPlan:
     previous kernel leaves and wait in the kernel (``griddepcontrol.wait``, before any memory
     access) until that kernel has finished: the ~1.5 us gap between two launches is hidden
     (run 65: the finalize after the main kernel, 1.3-1.9 us a backward).
+
+    ``cluster``: CTAs per thread-block cluster (1: none). A multi-CTA row group launched as a
+    cluster synchronises with ``barrier.cluster`` (hardware, within a GPC) instead of the
+    arrival counter in global memory; it needs no cooperative launch and no counter memset, and
+    its grid holds as many row groups as clusters can be resident (``max_active_clusters``).
     """
 
     spec: NormSpec | SoftmaxSpec
@@ -238,6 +263,7 @@ class RowPlan:
     finalize_block: tuple[int, int, int]
     dependent: bool = False
     finalize_dependent: bool = False
+    cluster: int = 1
 
     @property
     def dbeta_partial_offset(self) -> int:
@@ -250,13 +276,21 @@ class RowPlan:
 
 
 def row_plan(
-    spec: NormSpec, rows: int, cols: int, limits: DeviceLimits, max_active_per_sm: int
+    spec: NormSpec,
+    rows: int,
+    cols: int,
+    limits: DeviceLimits,
+    max_active_per_sm: int,
+    max_active_clusters: int | None = None,
 ) -> RowPlan:
     """Grid, block and scratch for ``rows`` x ``cols`` with a kernel of ``max_active_per_sm``.
 
     TE's formulae: a persistent grid of ``sm_count * occupancy / ctas_per_row`` row groups
     (tuned) or that many but at most one per ``warps_m`` rows (general). We cap the tuned grid at
-    the row count too: idle CTAs only add dgamma/dbeta partial rows.
+    the row count too: idle CTAs only add dgamma/dbeta partial rows. Row groups launched as
+    clusters (:func:`cluster_size`) number at most ``max_active_clusters`` (the driver's count
+    for this kernel and cluster size; GPCs can leave SMs over), so that every group of the
+    persistent grid is resident at once; without it the occupancy's figure is used.
     """
     if rows < 1 or cols < 1:
         raise PlanError(f"rows and cols must be >= 1, got {rows} x {cols}")
@@ -273,12 +307,20 @@ def row_plan(
     resident = limits.sm_count * max_active_per_sm
     if ctas_per_row > resident:
         raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
-    ctas_per_col = max(1, min(resident // ctas_per_row, math.ceil(rows / warps_m)))
+    groups = resident // ctas_per_row
+    cluster = cluster_size(ctas_per_row, limits)
+    if cluster > 1 and max_active_clusters is not None:
+        if max_active_clusters < 1:
+            cluster = 1  # the driver cannot place such a cluster: the counter path
+        else:
+            groups = min(groups, max_active_clusters)
+    ctas_per_col = max(1, min(groups, math.ceil(rows / warps_m)))
     multi = ctas_per_row > 1
-    cooperative = multi and limits.cooperative
+    counter = multi and cluster == 1
+    cooperative = counter and limits.cooperative
 
     offset = 0
-    barrier_offset, barrier_bytes = offset, (ctas_per_col * 4 if multi else 0)
+    barrier_offset, barrier_bytes = offset, (ctas_per_col * 4 if counter else 0)
     offset = _align(offset + barrier_bytes)
     stats_offset = offset
     stats_bytes = 2 * ctas_per_col * warps_m * ctas_per_row * 2 * 4 if multi else 0
@@ -312,6 +354,7 @@ def row_plan(
         finalize_block=fin_block,
         dependent=limits.dependent_launch and not multi,
         finalize_dependent=bool(n_partials) and limits.dependent_launch,
+        cluster=cluster,
     )
 
 
@@ -337,10 +380,15 @@ NormPlan = RowPlan
 
 
 def norm_plan(
-    spec: NormSpec, rows: int, cols: int, limits: DeviceLimits, max_active_per_sm: int
+    spec: NormSpec,
+    rows: int,
+    cols: int,
+    limits: DeviceLimits,
+    max_active_per_sm: int,
+    max_active_clusters: int | None = None,
 ) -> RowPlan:
     """The plan of a norm kernel (see :func:`row_plan`)."""
-    return row_plan(spec, rows, cols, limits, max_active_per_sm)
+    return row_plan(spec, rows, cols, limits, max_active_per_sm, max_active_clusters)
 
 
 @dataclass(frozen=True)
@@ -394,7 +442,12 @@ def softmax_spec(
 
 
 def softmax_plan(
-    spec: SoftmaxSpec, rows: int, cols: int, limits: DeviceLimits, max_active_per_sm: int
+    spec: SoftmaxSpec,
+    rows: int,
+    cols: int,
+    limits: DeviceLimits,
+    max_active_per_sm: int,
+    max_active_clusters: int | None = None,
 ) -> RowPlan:
     """The plan of a softmax kernel (see :func:`row_plan`)."""
-    return row_plan(spec, rows, cols, limits, max_active_per_sm)
+    return row_plan(spec, rows, cols, limits, max_active_per_sm, max_active_clusters)

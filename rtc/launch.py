@@ -180,6 +180,56 @@ class Kernel:
             self._occ[key] = v
         return v
 
+    def max_active_clusters(self, cluster: int, block_size: int, dynamic_smem: int = 0) -> int:
+        """How many clusters of ``cluster`` CTAs (along x) can be resident at once.
+
+        Clusters are placed within one GPC, so the answer can be below ``occupancy * sm_count /
+        cluster`` (SMs of a GPC left over). Needs a GPU of compute capability 9.0 or later.
+        Cached per arguments.
+
+        Parameters
+        ----------
+        cluster : int
+            CTAs per cluster (``cluster x 1 x 1``).
+        block_size : int
+            Threads per block.
+        dynamic_smem : int
+            Dynamic shared memory per block in bytes.
+
+        Returns
+        -------
+        int
+            Clusters the device can run concurrently (0 if the configuration cannot run).
+        """
+        key = (-int(cluster), int(block_size), int(dynamic_smem))
+        v = self._occ.get(key)
+        if v is None:
+            if key[2] > self._smem_limit:
+                self.set_max_dynamic_shared_memory(key[2])
+            if getattr(_tls, "device", None) != self.device:
+                ensure_context(self.device)
+            err, fn = _driver.cuKernelGetFunction(_driver.CUkernel(int(self.handle.handle)))
+            if int(err) != 0:
+                raise RuntimeError(f"cuKernelGetFunction failed for {self.name}: {err!r}")
+            cfg = _driver.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = int(cluster), 1, 1
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = int(block_size), 1, 1
+            cfg.sharedMemBytes = key[2]
+            cfg.attrs = [_cluster_attribute(int(cluster))]
+            cfg.numAttrs = 1
+            err, n = _driver.cuOccupancyMaxActiveClusters(fn, cfg)
+            v = int(n) if int(err) == 0 else 0
+            self._occ[key] = v
+        return v
+
+
+def _cluster_attribute(cluster: int) -> Any:
+    """The launch attribute of a ``cluster x 1 x 1`` thread-block cluster."""
+    a = _driver.CUlaunchAttribute()
+    a.id = _driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster, 1, 1
+    return a
+
 
 def _dim(v: Any) -> int | tuple[int, ...]:
     if isinstance(v, int):
@@ -318,9 +368,10 @@ class Launcher:
     Where :func:`launch` converts its arguments on every call (through ``cuda.core``), a
     launcher packs them with one ``struct.pack_into`` into a parameter block it owns and calls
     ``cuLaunchKernelEx`` with that block's address and a launch configuration built once per
-    stream (cooperative and programmatic launches are attributes of it: one code path). On the
-    H200 host a plain launch this way cost what ``cuLaunchKernel`` did (run 70: 7.6 us; run 69's
-    processes 5.6-8.2 us), a programmatic one 0.7-0.8 us less in the same process (runs 69-70).
+    stream (cooperative, cluster and programmatic launches are attributes of it: one code
+    path). On the H200 host a plain launch this way cost what ``cuLaunchKernel`` did (run 70:
+    7.6 us; run 69's processes 5.6-8.2 us), a programmatic one 0.7-0.8 us less in the same
+    process (runs 69-70).
 
     Parameters
     ----------
@@ -336,6 +387,10 @@ class Launcher:
         Dynamic shared memory per block in bytes.
     cooperative : bool
         Launch cooperatively (all blocks co-resident).
+    cluster : int
+        CTAs per thread-block cluster along x (sm_90+; 1: no cluster). ``grid[0]`` must be a
+        multiple of it. CTAs of a cluster are co-scheduled on one GPC and can synchronise with
+        ``barrier.cluster`` without a cooperative launch.
     programmatic : bool
         Programmatic dependent launch (sm_90+, ``cuLaunchKernelEx``): the kernel may start
         before the previous kernel in its stream has finished, once that kernel's blocks have
@@ -353,7 +408,7 @@ class Launcher:
 
     __slots__ = (
         "_fn", "_grid", "_block", "_smem", "_coop", "_device", "_struct", "_buf", "_ptrs",
-        "_addr", "_lock", "params", "name", "_dep", "_configs",
+        "_addr", "_lock", "params", "name", "_dep", "_configs", "_cluster",
     )  # fmt: skip
 
     def __init__(
@@ -365,6 +420,7 @@ class Launcher:
         *,
         shared_mem: int = 0,
         cooperative: bool = False,
+        cluster: int = 1,
         programmatic: bool = False,
         device: int | None = None,
     ) -> None:
@@ -389,6 +445,11 @@ class Launcher:
         self._grid, self._block = g[:3], b[:3]
         self._smem = int(shared_mem)
         self._coop = bool(cooperative)
+        self._cluster = int(cluster)
+        if self._cluster < 1 or self._grid[0] % self._cluster:
+            raise ValueError(
+                f"cluster must be >= 1 and divide grid[0] = {self._grid[0]}, got {cluster}"
+            )
         self.params = params
         self._struct = struct.Struct("=" + "".join(_PARAM_CODES[c] for c in params))
         n = len(params)
@@ -404,6 +465,7 @@ class Launcher:
         return (
             f"<rtc.Launcher {self.name} grid={self._grid} block={self._block} "
             f"params={self.params!r}{' cooperative' if self._coop else ''}"
+            f"{f' cluster={self._cluster}' if self._cluster > 1 else ''}"
             f"{' programmatic' if self._dep else ''}>"
         )
 
@@ -426,6 +488,8 @@ class Launcher:
             coop.id = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
             coop.value.cooperative = 1
             attrs.append(coop)
+        if self._cluster > 1:
+            attrs.append(_cluster_attribute(self._cluster))
         cfg = _driver.CUlaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self._grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self._block

@@ -33,7 +33,8 @@ class FakeDriver:
     block the launcher packed, so a test sees exactly the bytes a kernel would receive.
     Launches arrive through ``cuLaunchKernelEx`` (cooperative and programmatic launches as its
     attributes); the indices of programmatic ones in ``launches`` are listed in
-    ``programmatic``. The driver's types (``CUlaunchConfig``, ...) are the real ones.
+    ``programmatic``, the cluster dimensions of each cluster launch in ``clusters`` (index ->
+    (x, y, z)). The driver's types (``CUlaunchConfig``, ...) are the real ones.
     """
 
     def __init__(self, labels: dict[int, str] | None = None, *, record: bool = True) -> None:
@@ -42,6 +43,7 @@ class FakeDriver:
         self.launches: list[tuple] = []
         self.memsets: list[tuple] = []
         self.programmatic: list[int] = []
+        self.clusters: dict[int, tuple[int, int, int]] = {}
         self._codes: dict[int, str] = {}
 
     def install(self, monkeypatch) -> FakeDriver:
@@ -89,6 +91,10 @@ class FakeDriver:
         kinds = {a.id for a in config.attrs[: config.numAttrs]}
         if ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION in kinds:
             self.programmatic.append(len(self.launches))
+        for a in config.attrs[: config.numAttrs]:
+            if a.id == ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+                d = a.value.clusterDim
+                self.clusters[len(self.launches)] = (d.x, d.y, d.z)
         grid = (config.gridDimX, config.gridDimY, config.gridDimZ)
         block = (config.blockDimX, config.blockDimY, config.blockDimZ)
         coop = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE in kinds

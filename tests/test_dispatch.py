@@ -62,5 +62,7 @@ def test_device_limits_and_info_say_whether_launches_are_chained(monkeypatch, cc
     monkeypatch.setattr(dispatch, "_limits_cache", {})
     limits = dispatch.device_limits(0)
     assert limits.dependent_launch is chained and limits.sm_count == 132
+    assert limits.clusters is chained  # thread-block clusters: the same bound
     rows = dict(cli.info_lines())
     assert rows["launches"].startswith("chained" if chained else "plain")
+    assert rows["multi-CTA rows"].startswith("clusters" if chained else "cooperative")

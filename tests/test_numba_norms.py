@@ -123,6 +123,7 @@ def device_limits() -> planner.DeviceLimits:
         sm_count=dev.MULTIPROCESSOR_COUNT,
         max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
         cooperative=bool(dev.COOPERATIVE_LAUNCH),
+        clusters=tuple(dev.compute_capability) >= planner.CLUSTER_CC,
     )
 
 
@@ -641,6 +642,24 @@ def test_ptx_kernels_start_with_the_dependent_launch_prologue(op, arch):
 
     ptx = compile_ptx(find_spec(op, "tuned", 4096, BF16), arch)
     assert_dependent_prologue(ptx, 2 if op.endswith("bwd") else 1, arch)
+
+
+@needs_compiler
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op", ["layernorm_fwd", "layernorm_bwd"])
+def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
+    """As NVRTC's: the multi-CTA row barrier reads %cluster_nctarank and has the cluster
+    barrier on sm_90 (the counter path kept beside it); sm_80 keeps only the counter."""
+    spec = find_spec(op, "tuned", 65536, BF16, te=True)
+    assert spec.ctas_per_row > 1
+    ptx = compile_ptx(spec, arch)
+    if isinstance(ptx, tuple):
+        ptx = "\n".join(ptx)
+    want = arch == "sm_90"
+    assert ("%cluster_nctarank" in ptx) is want
+    assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
+    assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    assert ptx_count(ptx, r"atom\.global(\.\w+)*\.add") >= 2  # arrive and poll
 
 
 @needs_compiler

@@ -384,6 +384,23 @@ def test_ptx_starts_with_the_dependent_launch_prologue(op):
 
 
 @ptx_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op", ["softmax_fwd", "softmax_bwd"])
+def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
+    """As NVRTC's: rows of several CTAs meet at the cluster barrier when launched in a cluster
+    (sm_90; %cluster_nctarank decides), at the counter otherwise; sm_80 only the counter."""
+    spec = _spec(op, "scaled", "bf16", 131072)
+    assert spec.ctas_per_row > 1
+    sm = _sm()
+    ptx = (sm.compile_backward if spec.config.is_backward else sm.compile_forward)(spec, arch)
+    want = arch == "sm_90"
+    assert ("%cluster_nctarank" in ptx) is want
+    assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
+    assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
+
+
+@ptx_only
 def test_ptx_parameters_match_the_launcher_layouts():
     from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
     from tests.test_numba_norms import assert_entry_layouts

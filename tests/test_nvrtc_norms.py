@@ -406,6 +406,38 @@ def test_forward_launch_arguments(recorder):
     assert a[14:] == (0, 0, 0)
 
 
+@pytest.mark.parametrize("backward", [False, True])
+def test_cluster_launch_has_no_counter(recorder, backward):
+    """A multi-CTA plan on sm_90+ limits goes out as one cluster a row group: the cluster
+    attribute, not cooperative, no barrier memset; the statistics still live in scratch."""
+    if backward:
+        spec = _find("layernorm_bwd", "general", 4096, "bf16", "bf16", "bf16", cols=9000)
+        rows, cols, n = 33, 9000, 3
+    else:
+        spec = _find("layernorm_fwd", "tuned", 65536, "bf16", "bf16", "bf16")
+        rows, cols, n = 33, 65536, 8
+    hopper = dataclasses.replace(H200, clusters=True)
+    plan = planner.norm_plan(spec, rows, cols, hopper, 2, max_active_clusters=20)
+    assert plan.cluster == plan.ctas_per_row == n and not plan.cooperative
+    assert plan.grid == (n, 20, 1) and plan.barrier_bytes == 0
+    scratch = FakeTensor(0x1_0000_0000, (plan.scratch_bytes,), (1,), "bf16")
+    mu, rs = FakeTensor(0x300, (rows,), (1,), "fp32"), FakeTensor(0x400, (rows,), (1,), "fp32")
+    g, dg, db = (FakeTensor(a, (cols,), (1,), "bf16") for a in (0x100, 0x500, 0x600))
+    a, b = _matrix(0x1000, rows, cols, "bf16"), _matrix(0x9000, rows, cols, "bf16")
+    if backward:
+        c = _matrix(0x20000, rows, cols, "bf16")
+        layernorm.backward(plan, NormBwdArgs(a, b, mu, rs, g, c, None, dg, db, False, scratch), 3)
+        stats = recorder.launches[0][3][16]
+    else:
+        layernorm.forward(plan, NormFwdArgs(a, g, dg, b, mu, rs, 1e-5, False, scratch), 3)
+        stats = recorder.launches[0][3][12]
+    assert recorder.memsets == []
+    assert recorder.clusters == {0: (n, 1, 1)}
+    kernel, grid, _, _, stream, coop = recorder.launches[0]
+    assert (kernel, grid, stream, coop) == ("MAIN", (n, 20, 1), 3, False)
+    assert stats == scratch.ptr + plan.stats_offset
+
+
 def test_forward_launch_single_cta_rms(recorder):
     spec = _find("rmsnorm_fwd", "tuned", 4096, "bf16", "bf16", "bf16")
     plan = planner.norm_plan(spec, 64, 4096, H200, 4)
@@ -499,6 +531,32 @@ def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):
     names = _norms._names(spec)
     ptx = nvrtc_ptx(_norms.kernel_source("norms.cu"), names, arch, Path(_norms.__file__).parent)
     assert_dependent_prologue(ptx, len(names), arch)
+
+
+def test_cluster_arch_matches_the_planner():
+    """The CUDA C cluster helpers' `__CUDA_ARCH__` bound is the planner's CLUSTER_CC."""
+    major, minor = planner.CLUSTER_CC
+    src = (Path(_norms.__file__).parent / "norms.cuh").read_text()
+    blocks = re.findall(r"__CUDA_ARCH__ >= (\d+)\n(.*?)#endif", src, flags=re.S)
+    bounds = [b for b, body in blocks if "cluster" in body]
+    assert len(bounds) == 2 and set(bounds) == {f"{major}{minor}0"}
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("spec", [QUICK_SPECS[6], QUICK_SPECS[7]], ids=_spec_id)
+def test_row_barrier_has_the_cluster_branch_from_sm90(spec, arch):
+    """The row barrier of the multi-CTA kernels reads %cluster_nctarank and has the cluster
+    barrier (arrive with release, wait with acquire) on sm_90; the counter path stays; sm_80
+    has only the counter."""
+    from tests.conftest import nvrtc_ptx
+
+    names = _norms._names(spec)[:1]
+    ptx = nvrtc_ptx(_norms.kernel_source("norms.cu"), names, arch, Path(_norms.__file__).parent)
+    want = arch == "sm_90"
+    assert ("mov.u32" in ptx and "%cluster_nctarank" in ptx) is want
+    assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
+    assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
 
 
 def test_launch_host_overhead(recorder):

@@ -29,7 +29,7 @@ from numba_norms import reference as ref
 from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
 from numba_norms.backends.nvrtc import softmax as nv_softmax
 from numba_norms.planner import DeviceLimits, SoftmaxSpec, softmax_spec
-from numba_norms.registry import softmax_configs
+from numba_norms.registry import select_softmax, softmax_configs
 
 H200 = DeviceLimits(sm_count=132, name="H200 (planning only)")
 
@@ -248,6 +248,27 @@ def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):
     assert_dependent_prologue(ptx, 1, arch)
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op", ["softmax_fwd", "softmax_bwd"])
+def test_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
+    """Rows of several CTAs: the row barrier takes the cluster barrier when launched in a
+    cluster (sm_90; %cluster_nctarank decides), the counter otherwise; sm_80 only the counter."""
+    from tests.conftest import nvrtc_ptx
+
+    cfg = select_softmax(op, "scaled", "bf16", 131072)
+    spec = softmax_spec(cfg, 131072, 8, H200)
+    assert spec.ctas_per_row > 1
+    src = Path(nv_softmax.__file__).resolve().parent
+    ptx = nvrtc_ptx(
+        nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], arch, src
+    )
+    want = arch == "sm_90"
+    assert ("%cluster_nctarank" in ptx) is want
+    assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
+    assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
+
+
 # ------------------------------------------------------------------------------------------------
 # Host emulation: the CUDA C of softmax.cu (and the norms.cuh helpers it uses) compiled with g++
 # against a tiny CUDA stand-in (one pthread per CUDA thread, real barriers for __syncthreads and
@@ -422,6 +443,9 @@ def _emu_rewrite_asm(m: re.Match) -> str:
         ("cvt.rn.satfinite", lambda: "__builtin_trap();"),
         # as the dependent-launch prologue (`__CUDA_ARCH__ >= 900`): one stream, nothing to wait for
         ("griddepcontrol", lambda: ";"),
+        # clusters (`__CUDA_ARCH__ >= 900` too): the host build runs no cluster
+        ("%%cluster_nctarank", lambda: f"{o[0]} = 1;"),
+        ("barrier.cluster", lambda: ";"),
     ]
     if tmpl == "":  # an empty asm only hides values from the compiler (Pack::opaque)
         return ";"

@@ -118,6 +118,43 @@ def test_dependent_launches_only_where_the_device_has_them():
     assert splan.dependent and not splan.finalize_dependent
 
 
+def test_multi_cta_rows_run_as_clusters_where_the_device_has_them():
+    """sm_90+ limits: a row group of 2-8 CTAs is one cluster (no cooperative launch, no barrier
+    counter), as many groups as the driver says clusters fit; larger groups, a device that can
+    place no such cluster, and older devices keep the counter and the cooperative launch."""
+    hopper = dataclasses.replace(H200, clusters=True)
+    cfg = r.select_norm(FWD, 65536, 16384, 256, measured=False)
+    spec = p.norm_spec(cfg, 65536, 8, hopper)
+    assert spec.ctas_per_row == 8 == p.cluster_size(8, hopper)
+    # GPCs leave SMs over: 15 clusters of 8 fit where the occupancy alone would give 33 groups
+    plan = p.norm_plan(spec, 16384, 65536, hopper, 2, max_active_clusters=15)
+    assert plan.cluster == 8 and not plan.cooperative
+    assert plan.grid == (8, 15, 1) and plan.ctas_per_col == 15
+    assert plan.barrier_bytes == 0 and plan.stats_bytes == 2 * 15 * 1 * 8 * 2 * 4
+    assert plan.stats_offset == 0 and plan.scratch_bytes == 2048  # 1920 up to 256 bytes
+    # without the driver's count: the occupancy's figure; few rows: one group a row
+    assert p.norm_plan(spec, 16384, 65536, hopper, 2).ctas_per_col == 33
+    assert p.norm_plan(spec, 5, 65536, hopper, 2, max_active_clusters=15).ctas_per_col == 5
+    # no such cluster fits: the counter path
+    fallback = p.norm_plan(spec, 16384, 65536, hopper, 2, max_active_clusters=0)
+    assert fallback.cluster == 1 and fallback.cooperative and fallback.barrier_bytes == 33 * 4
+    # the same problem on a device without clusters: unchanged
+    old = p.norm_plan(p.norm_spec(cfg, 65536, 8, H200), 16384, 65536, H200, 2, 15)
+    assert old.cluster == 1 and old.cooperative and old.grid == (8, 33, 1)
+    # more CTAs a row than a portable cluster holds; one CTA a row: no cluster
+    assert p.cluster_size(p.MAX_CLUSTER + 1, hopper) == 1 and p.cluster_size(1, hopper) == 1
+    general = r.select_norm(FWD, 131072, 63, 256, measured=False)
+    gspec = p.norm_spec(general, 131072, 8, hopper)
+    assert gspec.ctas_per_row == 16
+    gplan = p.norm_plan(gspec, 64, 131072, hopper, 4, max_active_clusters=None)
+    assert gplan.cluster == 1 and gplan.cooperative and gplan.barrier_bytes > 0
+    soft = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
+    sspec = p.softmax_spec(soft, 131072, 8, hopper)
+    splan = p.softmax_plan(sspec, 96, 131072, hopper, 1, max_active_clusters=30)
+    assert splan.cluster == sspec.ctas_per_row > 1 and not splan.cooperative
+    assert splan.ctas_per_col == 30 and splan.barrier_bytes == 0
+
+
 @pytest.mark.parametrize(
     ("partial_rows", "cols", "grid", "block"),
     [

@@ -741,3 +741,24 @@ def test_programmatic_launcher_goes_through_launch_kernel_ex(monkeypatch):
     coop = rtc.Launcher(0xD0, 2, 64, "P", programmatic=True, cooperative=True)
     coop(0x30, 7)
     assert drv.launches[-1][5] is True and drv.programmatic[-1] == 3
+    assert drv.clusters == {}
+
+
+def test_cluster_launcher_sets_the_cluster_dimension(monkeypatch):
+    """``cluster=n`` adds the cluster-dimension attribute (n x 1 x 1), nothing else; the grid's
+    x extent must be a multiple of it."""
+    from tests.fakes import FakeDriver
+
+    drv = FakeDriver({0xC0: "cl"}).install(monkeypatch)
+    cl = rtc.Launcher(0xC0, (4, 33), 512, "Pi", cluster=4)
+    assert "cluster=4" in repr(cl)
+    cl(0x10, 0x1000, 3)
+    cl(0x20, 0x2000, 4)  # another stream: its own config, the same attribute
+    assert drv.clusters == {0: (4, 1, 1), 1: (4, 1, 1)} and drv.programmatic == []
+    assert drv.launches[0] == ("cl", (4, 33, 1), (512, 1, 1), (0x1000, 3), 0x10, False)
+    rtc.Launcher(0xC0, (4, 33), 512, "Pi", cluster=1)(0x10, 0, 0)
+    assert 2 not in drv.clusters
+    with pytest.raises(ValueError, match="cluster"):
+        rtc.Launcher(0xC0, (6, 33), 512, "Pi", cluster=4)
+    with pytest.raises(ValueError, match="cluster"):
+        rtc.Launcher(0xC0, 4, 512, "Pi", cluster=0)

@@ -95,7 +95,8 @@ class NormOps:
     backend's shared implementation ``impl`` (its ``_norms`` module).
 
     ``compile_forward`` / ``compile_backward`` / ``occupancy_forward`` / ``occupancy_backward``
-    check that the spec is of this norm and direction; ``forward`` / ``backward`` / ``launchers``
+    check that the spec is of this norm and direction (``active_clusters`` that it is of this
+    norm); ``forward`` / ``backward`` / ``launchers``
     are ``impl``'s own (the hot path: dispatch hands them only plans of this norm).
 
     Parameters
@@ -104,8 +105,8 @@ class NormOps:
         ``"layernorm"`` or ``"rmsnorm"``.
     impl : module
         Provides ``compile_forward(spec, arch)``, ``compile_backward(spec, arch)``,
-        ``occupancy_forward(spec)``, ``occupancy_backward(spec)``, ``forward``, ``backward`` and
-        ``launchers``.
+        ``occupancy_forward(spec)``, ``occupancy_backward(spec)``,
+        ``active_clusters(spec, cluster)``, ``forward``, ``backward`` and ``launchers``.
     """
 
     def __init__(self, norm: str, impl: ModuleType) -> None:
@@ -134,16 +135,26 @@ class NormOps:
         """Max resident CTAs per SM of the backward kernel on the current device."""
         return self._impl.occupancy_backward(self._check(spec, self._bwd))
 
+    def active_clusters(self, spec: Any, cluster: int) -> int:
+        """Clusters of ``cluster`` CTAs of the spec's main kernel the current device can hold
+        at once (sm_90+; the planner's ``max_active_clusters``)."""
+        if spec.op not in (self._fwd, self._bwd):
+            raise ValueError(f"expected a {self._fwd} or {self._bwd} spec, got {spec.op}")
+        return self._impl.active_clusters(spec, cluster)
+
     def exports(self) -> tuple:
-        """(compile_forward, compile_backward, occupancy_forward, occupancy_backward, forward,
-        backward, launchers): the module-level names of an op module, in that order."""
+        """(compile_forward, compile_backward, occupancy_forward, occupancy_backward,
+        active_clusters, forward, backward, launchers): the module-level names of an op
+        module, in that order."""
         return (
             self.compile_forward, self.compile_backward, self.occupancy_forward,
-            self.occupancy_backward, self.forward, self.backward, self.launchers,
+            self.occupancy_backward, self.active_clusters, self.forward, self.backward,
+            self.launchers,
         )  # fmt: skip
 
 
 NORM_OP_EXPORTS = [
+    "active_clusters",
     "backward",
     "compile_backward",
     "compile_forward",

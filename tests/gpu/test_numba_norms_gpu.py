@@ -1,12 +1,14 @@
 """The Numba backend's norm kernels on a GPU, through its launchers, against float64 references.
 
 Covers tuned (768 / 1024 / 4096 / 8192) and general (1000 / 4095 / 5003 columns) kernels,
-multi-CTA rows (LayerNorm tuned 65536, general 131072: cooperative launches with the workspace
-barrier), several row trips per CTA, zero-centred gamma, the fused add of RMSNorm backward and
-bitwise-identical repeats.
+multi-CTA rows (LayerNorm tuned 65536, general 131072: thread-block clusters on sm_90+ and
+cooperative launches with the workspace barrier), several row trips per CTA, zero-centred
+gamma, the fused add of RMSNorm backward and bitwise-identical repeats.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -99,13 +101,28 @@ def test_rmsnorm_backward_with_add(cols, general, dtype):
     assert bplan.spec.config.fused_add
 
 
+@pytest.fixture(params=["cluster", "counter"])
+def row_sync(request, monkeypatch):
+    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
+    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
+    from tests import test_numba_norms
+
+    limits = device_limits()
+    if request.param == "cluster" and not limits.clusters:
+        pytest.skip("the device has no thread-block clusters")
+    limits = dataclasses.replace(limits, clusters=request.param == "cluster")
+    monkeypatch.setattr(test_numba_norms, "device_limits", lambda: limits)
+    return limits
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 @pytest.mark.parametrize(
     "op, cols, general",
     [("layernorm", 65536, False), ("layernorm", 131072, True), ("rmsnorm", 131072, True)],
 )
-def test_multi_cta_rows(monkeypatch, op, cols, general, dtype):
-    # TE's entries: several CTAs a row (the measured ones may take one)
+def test_multi_cta_rows(monkeypatch, op, cols, general, dtype, row_sync):
+    # TE's entries: several CTAs a row (the measured ones may take one); TE's 65536 rows take
+    # 8 CTAs (a cluster where the device has them), the general 131072 ones 16 (the counter)
     te_select = registry.select_norm
     monkeypatch.setattr(
         registry, "select_norm", lambda *a, **k: te_select(*a, **{**k, "measured": False})
@@ -113,7 +130,9 @@ def test_multi_cta_rows(monkeypatch, op, cols, general, dtype):
     rows = 8 if general else 12
     fplan, bplan = _fwd_bwd(op, SAME[dtype], rows, cols, general=general, zero_centered=True)
     for plan in (fplan, bplan):
-        assert plan.ctas_per_row > 1 and plan.cooperative
+        assert plan.ctas_per_row > 1
+        assert plan.cluster == planner.cluster_size(plan.ctas_per_row, row_sync)
+        assert plan.cooperative == (plan.cluster == 1)
     mod = MODULES[op]
     assert mod.compile_forward(fplan.spec).cooperative
     assert mod.compile_backward(bplan.spec).cooperative
@@ -137,6 +156,22 @@ def test_several_row_trips(op, cols, general):
     rows = _rows_for_trips(op, dtypes, cols, general, 3)
     fplan, _ = _fwd_bwd(op, dtypes, rows, cols, general=general, seed=9)
     assert fplan.row_iterations == 3
+
+
+def test_multi_cta_several_row_trips(monkeypatch, row_sync):
+    """TE's 65536 rows (8 CTAs) over three trips: both parity buffers of the statistics reused,
+    as a cluster and through the counter."""
+    te_select = registry.select_norm
+    monkeypatch.setattr(
+        registry, "select_norm", lambda *a, **k: te_select(*a, **{**k, "measured": False})
+    )
+    dtypes = SAME["bf16"]
+    rows = _rows_for_trips("layernorm", dtypes, 65536, False, 3)
+    rows += -rows % 4  # TE's tuned entries want whole groups of 4 rows
+    fplan, bplan = _fwd_bwd("layernorm", dtypes, rows, 65536, general=False, seed=4)
+    assert not fplan.spec.general and fplan.ctas_per_row > 1 and fplan.row_iterations >= 3
+    assert fplan.cluster == planner.cluster_size(fplan.ctas_per_row, row_sync)
+    assert bplan.ctas_per_row > 1 and bplan.row_iterations >= 2
 
 
 @pytest.mark.parametrize(

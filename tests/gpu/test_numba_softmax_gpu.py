@@ -8,6 +8,9 @@ bitwise-identical repeats.
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+
 import numpy as np
 import pytest
 
@@ -35,11 +38,23 @@ def _limits() -> planner.DeviceLimits:
         sm_count=dev.MULTIPROCESSOR_COUNT,
         max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
         cooperative=bool(getattr(dev, "COOPERATIVE_LAUNCH", 1)),
+        clusters=tuple(dev.compute_capability) >= planner.CLUSTER_CC,
         name=dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
     )
 
 
 LIMITS = _limits()
+
+
+@pytest.fixture(params=["cluster", "counter"])
+def row_sync(request, monkeypatch):
+    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
+    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
+    if request.param == "cluster" and not LIMITS.clusters:
+        pytest.skip("the device has no thread-block clusters")
+    limits = dataclasses.replace(LIMITS, clusters=request.param == "cluster")
+    monkeypatch.setattr(sys.modules[__name__], "LIMITS", limits)
+    return request.param
 
 
 def _shape(sk: int, variant: str) -> tuple[int, int, int]:
@@ -212,7 +227,7 @@ def test_row_strided_on_a_stream(dtype):
 
 
 @pytest.mark.parametrize("cols", [40000, 131072])
-def test_multi_cta_many_row_groups(cols):
+def test_multi_cta_many_row_groups(cols, row_sync):
     """Multi-CTA rows with more rows than resident row groups (several trips and barriers)."""
     rng = np.random.default_rng(3)
     rows = 300 if cols < 100000 else 40
@@ -220,7 +235,9 @@ def test_multi_cta_many_row_groups(cols):
     d_x = cuda.to_device(x)
     d_y = cuda.device_array_like(d_x)
     plan = _plan("softmax_fwd", "aligned_causal", "fp32", rows, cols, [d_x, d_y])
-    assert plan.ctas_per_row > 1 and plan.cooperative
+    assert plan.ctas_per_row > 1
+    assert plan.cluster == planner.cluster_size(plan.ctas_per_row, LIMITS)
+    assert plan.cooperative == (plan.cluster == 1) == (row_sync == "counter")
     sm.forward(plan, SoftmaxFwdArgs(d_x, d_y, None, 1.0, rows, scratch=_scratch(plan)), 0)
     y = d_y.copy_to_host().astype(np.float64)
     keep = ref.softmax_keep("aligned_causal", rows, cols)

@@ -4,11 +4,15 @@ No dispatch and no ``ops`` layer: each test picks a registry entry, specialises 
 the planner (the device's real limits and the kernel's occupancy), launches through
 ``numba_norms.backends.nvrtc.{layernorm,rmsnorm}`` on Numba device arrays and compares with the
 float64 references of :mod:`numba_norms.reference`. Covers tuned and general entries, rows split
-over several CTAs (cooperative launches with the inter-CTA barrier), ragged and padded rows,
+over several CTAs (thread-block clusters on sm_90+, cooperative launches with the counter
+barrier), ragged and padded rows,
 zero-centered gamma, the fused add and bitwise reproducibility.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import sys
 
 import numpy as np
 import pytest
@@ -293,15 +297,32 @@ def test_single_row_and_few_rows():
 # ------------------------------------------------------------------------------------------------
 
 
+@pytest.fixture(params=["cluster", "counter"])
+def row_sync(request, monkeypatch):
+    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
+    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
+    if request.param == "cluster" and not LIMITS.clusters:
+        pytest.skip("the device has no thread-block clusters")
+    limits = dataclasses.replace(LIMITS, clusters=request.param == "cluster")
+    monkeypatch.setattr(sys.modules[__name__], "LIMITS", limits)
+    return request.param
+
+
+def _check_row_sync(plan, row_sync):
+    assert plan.ctas_per_row > 1
+    if row_sync == "cluster":
+        assert plan.cluster == plan.ctas_per_row and not plan.cooperative
+    else:
+        assert plan.cluster == 1 and plan.cooperative and plan.barrier_bytes > 0
+
+
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d[0])
-def test_multi_cta_tuned_65536(dt):
+def test_multi_cta_tuned_65536(dt, row_sync):
     # TE's entries: several CTAs a row (the measured ones may take one)
     fwd = _config("layernorm_fwd", 65536, *dt, kind="tuned", measured=False)
-    plan = check_forward(fwd, 64, 65536)
-    assert plan.ctas_per_row > 1 and plan.cooperative
+    _check_row_sync(check_forward(fwd, 64, 65536), row_sync)
     bwd = _config("layernorm_bwd", 65536, *dt, kind="tuned", measured=False)
-    plan = check_backward(bwd, 64, 65536)
-    assert plan.ctas_per_row > 1 and plan.cooperative
+    _check_row_sync(check_backward(bwd, 64, 65536), row_sync)
 
 
 @pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
@@ -314,13 +335,28 @@ def test_multi_cta_general_131072(op):
     assert plan.ctas_per_row > 1
 
 
-def test_multi_cta_general_ragged():
+def test_multi_cta_general_ragged(row_sync):
     """Several CTAs per row whose last CTA covers only part of its columns."""
     for cols in (9001, 20000 + 8):
-        check_forward(_config("layernorm_fwd", cols, "fp32", "fp32", "fp32", "general"), 33, cols)
-        check_backward(_config("layernorm_bwd", cols, "fp32", "fp32", "fp32", "general"), 33, cols)
+        fwd = _config("layernorm_fwd", cols, "fp32", "fp32", "fp32", "general")
+        _check_row_sync(check_forward(fwd, 33, cols), row_sync)
+        bwd = _config("layernorm_bwd", cols, "fp32", "fp32", "fp32", "general")
+        _check_row_sync(check_backward(bwd, 33, cols), row_sync)
     add = _config("rmsnorm_bwd", 9001, "bf16", "bf16", "bf16", "general", add=True)
-    check_backward(add, 33, 9001)
+    _check_row_sync(check_backward(add, 33, 9001), row_sync)
+
+
+def test_multi_cta_many_trips(row_sync):
+    """Several CTAs a row over many more rows than row groups: every group runs many trips
+    through both parity buffers of the statistics (a stale exchange would show)."""
+    fwd = _config("layernorm_fwd", 65536, "bf16", "bf16", "bf16", "tuned", measured=False)
+    plan = check_forward(fwd, 700, 65536)
+    _check_row_sync(plan, row_sync)
+    assert plan.row_iterations >= 4
+    bwd = _config("rmsnorm_bwd", 9001, "bf16", "bf16", "bf16", "general")
+    plan = check_backward(bwd, 3000, 9001)
+    _check_row_sync(plan, row_sync)
+    assert plan.row_iterations >= 4
 
 
 def test_many_rows_many_trips():

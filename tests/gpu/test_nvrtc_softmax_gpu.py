@@ -13,6 +13,9 @@ bitwise-identical repeated runs.
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -40,6 +43,26 @@ SCALE = 0.37
 
 
 LIMITS = dispatch.device_limits(None)  # the real device's (the simulator is off here)
+
+
+@pytest.fixture(params=["cluster", "counter"])
+def row_sync(request, monkeypatch):
+    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
+    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
+    if request.param == "cluster" and not LIMITS.clusters:
+        pytest.skip("the device has no thread-block clusters")
+    limits = dataclasses.replace(LIMITS, clusters=request.param == "cluster")
+    monkeypatch.setattr(sys.modules[__name__], "LIMITS", limits)
+    return request.param
+
+
+def _check_row_sync(plan) -> None:
+    """One CTA a row: neither; several: a cluster where the limits allow one, else the counter
+    of a cooperative launch."""
+    multi = plan.ctas_per_row > 1
+    assert plan.cluster == planner.cluster_size(plan.ctas_per_row, LIMITS)
+    assert plan.cooperative == (multi and plan.cluster == 1)
+    assert (plan.barrier_bytes > 0) == plan.cooperative
 
 
 class DevTensor:
@@ -191,7 +214,8 @@ def test_forward(dtype, variant, sk):
     rng = np.random.default_rng(sk * 7 + VARIANTS.index(variant))
     plan = _run_fwd(variant, dtype, b, h, sq, sk, mb, rng, repeat=sk >= 16384, rows=rows)
     # the measured table holds rows of up to 32768 keys in one CTA, longer ones in several
-    assert (plan.ctas_per_row > 1) == (sk > 32768) == plan.cooperative
+    assert (plan.ctas_per_row > 1) == (sk > 32768)
+    _check_row_sync(plan)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -275,7 +299,8 @@ def test_backward(dtype, sk):
     rows = 7 if sk >= 16384 else 105
     rng = np.random.default_rng(sk + 3)
     plan = _run_bwd(dtype, rows, sk, rng, repeat=sk >= 16384, zero_cols=sk // 3)
-    assert (plan.ctas_per_row > 1) == (sk > plan.spec.config.max_cols) == plan.cooperative
+    assert (plan.ctas_per_row > 1) == (sk > plan.spec.config.max_cols)
+    _check_row_sync(plan)
     if sk > 32768:
         assert plan.ctas_per_row > 1
 
@@ -293,14 +318,20 @@ def test_backward_padded(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_many_rows(dtype):
-    """More rows than resident warps: every CTA loops over several rows (and trips)."""
+def test_many_rows(dtype, row_sync):
+    """More rows than resident warps: every CTA loops over several rows (and trips), rows of
+    several CTAs as clusters and through the counter."""
     rng = np.random.default_rng(2)
     resident_rows = LIMITS.sm_count * 64
     plan = _run_fwd("masked", dtype, 3, 7, resident_rows // 20 + 1, 128, 3, rng)
     assert plan.row_iterations > 1
     plan = _run_fwd("scaled", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
     assert plan.ctas_per_row == 2 and plan.row_iterations > 1
+    _check_row_sync(plan)
+    assert (plan.cluster == 2) == (row_sync == "cluster")
+    bplan = _run_bwd(dtype, LIMITS.sm_count + 1, 131072, rng, repeat=True)
+    assert bplan.ctas_per_row > 1 and bplan.row_iterations > 1
+    _check_row_sync(bplan)
 
 
 def test_kernels_are_cached():

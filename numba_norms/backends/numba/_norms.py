@@ -33,6 +33,7 @@ kernels are compiled with or without the amax reduction (closure constant).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from types import SimpleNamespace
@@ -47,6 +48,7 @@ import rtc
 
 from ... import registry
 from ...planner import (
+    CLUSTER_CC,
     DEPENDENT_LAUNCH_CC,
     FINALIZE_MAX_ROWS,
     FINALIZE_ROWS_PER_THREAD,
@@ -55,7 +57,7 @@ from ...planner import (
 )
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
-from ._rowops import dependent_launch
+from ._rowops import cluster_ops, dependent_launch
 
 __all__ = [
     "SIMULATOR",
@@ -68,6 +70,7 @@ __all__ = [
     "f32_to_fp8_bits",
     "forward",
     "launchers",
+    "active_clusters",
     "occupancy_backward",
     "occupancy_forward",
 ]
@@ -826,7 +829,7 @@ def _cta_count(cols, cta, cpr, chunk, ldgs):
 
 
 @_device
-def _cta_barrier(barrier, group, target):
+def _counter_barrier(barrier, group, target):
     """Inter-CTA barrier of one row group: arrive, then wait for ``target`` arrivals."""
     cuda.syncthreads()  # this CTA's stats writes are done
     if cuda.threadIdx.x == 0:
@@ -837,6 +840,23 @@ def _cta_barrier(barrier, group, target):
             pass
         cuda.threadfence()
     cuda.syncthreads()
+
+
+@functools.cache
+def _cta_barrier_for(clusters: bool):
+    """The row group's barrier (NVRTC's ``nn::inter_cta_barrier``): the cluster barrier where
+    the kernel runs in a cluster of several CTAs (compiled in only where ``clusters``: without
+    it ``cluster_ctas()`` is the constant 1 and the branch folds away), else the counter."""
+    cluster_ctas, cluster_sync = cluster_ops(clusters)
+
+    @_device
+    def barrier(counter, group, target):
+        if cluster_ctas() > 1:
+            cluster_sync()
+        else:
+            _counter_barrier(counter, group, target)
+
+    return barrier
 
 
 # Cooperative launch. numba-cuda launches a kernel cooperatively exactly when its code uses a
@@ -870,6 +890,12 @@ def _hw_flags(cc: tuple[int, int] | None) -> tuple[bool, bool]:
     if cc is None:  # simulator
         return False, False
     return cc >= _HW_CVT_CC, cc >= _HW_FP8_CC
+
+
+def _clusters(cc: tuple[int, int] | None) -> bool:
+    """Whether kernels for ``cc`` can run in thread-block clusters (the row barrier then has
+    the cluster branch; the plan launches multi-CTA row groups as clusters there)."""
+    return cc is not None and cc >= CLUSTER_CC
 
 
 def _dependent_launch(cc: tuple[int, int] | None) -> bool:
@@ -920,6 +946,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     NXW = LDGS * XW if PREFETCH else 1  # the next row as loaded (PREFETCH)
     WORD = F32 if _SIM else types.uint32
     launch_dependents, wait_primary = dependent_launch(_dependent_launch(cc))
+    _cta_barrier = _cta_barrier_for(_clusters(cc))
 
     # y of one vector, computed in the loop that stores it (the weights' vector is used as it
     # arrives: run 25) except where NVVM did not always unroll that loop with y inside and the
@@ -1250,7 +1277,9 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     return held + nxt + 32 <= _register_cap(spec)
 
 
-def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool):
+def _backward_kernel(
+    spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool, clusters: bool = False
+):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
     GENERAL, RMS, ADD, MULTI = spec.general, cfg.is_rms, cfg.fused_add, multi
@@ -1278,6 +1307,7 @@ def _backward_kernel(spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool)
     DW2 = DW if LEAN else 1
     _st, _st_g, _ = _stores(hw_cvt)
     launch_dependents, wait_primary = dependent_launch(dependent)
+    _cta_barrier = _cta_barrier_for(clusters)
 
     @_device
     def load_row(x, dy, row, x_stride, dy_stride, col0, step, cols, xs, dys):
@@ -1638,13 +1668,22 @@ class _Compiled:
         self.cooperative = cooperative
 
     def launcher(
-        self, grid: tuple, block: tuple, params: str, cooperative: bool, programmatic: bool = False
+        self,
+        grid: tuple,
+        block: tuple,
+        params: str,
+        cooperative: bool,
+        programmatic: bool = False,
+        cluster: int = 1,
     ) -> Any:
         """An :class:`rtc.Launcher` of this kernel (GPU only): pre-packed parameters, no Numba
-        argument conversion per call (the kernels take raw pointers and scalars only)."""
-        coop = cooperative or self.cooperative
+        argument conversion per call (the kernels take raw pointers and scalars only). A
+        multi-CTA kernel is launched cooperatively unless its row groups run as clusters."""
+        coop = cooperative or (self.cooperative and cluster == 1)
         dep = programmatic and not coop  # the plan never asks for both; be sure
-        return rtc.Launcher(self.kernel, grid, block, params, cooperative=coop, programmatic=dep)
+        return rtc.Launcher(
+            self.kernel, grid, block, params, cooperative=coop, cluster=cluster, programmatic=dep
+        )
 
 
 _LOCK = threading.RLock()
@@ -1772,7 +1811,9 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
     has_beta = not cfg.is_rms
     main = _kernel_for(
         ("bwd", spec.kernel_key, multi),
-        lambda cc: _backward_kernel(spec, multi, _hw_flags(cc)[0], _dependent_launch(cc)),
+        lambda cc: _backward_kernel(
+            spec, multi, _hw_flags(cc)[0], _dependent_launch(cc), _clusters(cc)
+        ),
         None if _SIM else _backward_signature(cfg),
         arch,
         _bounds(spec),
@@ -1857,6 +1898,12 @@ def occupancy_backward(spec: NormSpec) -> int:
     return _occupancy(_backward(spec)[0], spec.threads)
 
 
+def active_clusters(spec: NormSpec, cluster: int) -> int:
+    """Clusters of ``cluster`` CTAs of the main kernel the current device holds (GPU only)."""
+    main = _backward(spec)[0] if spec.config.is_backward else _forward(spec)
+    return main.kernel.max_active_clusters(cluster, spec.threads, 0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Launch
 # ---------------------------------------------------------------------------------------------
@@ -1888,8 +1935,10 @@ def _row_stride(t: Any) -> int:
 
 
 def _memset_barrier(ptr: int, count: int, stream: Any) -> None:
-    """Zero ``count`` barrier counters at ``ptr`` on ``stream`` before a multi-CTA launch."""
-    rtc.memset_d32_async(ptr, 0, count, _handle(stream))
+    """Zero ``count`` barrier counters at ``ptr`` on ``stream`` before a multi-CTA launch
+    (none for a cluster launch: its CTAs meet at the cluster barrier)."""
+    if count:
+        rtc.memset_d32_async(ptr, 0, count, _handle(stream))
 
 
 class _Launch:
@@ -1930,7 +1979,7 @@ class _Launch:
                 params = NORM_BWD_PARAMS if self.plan.spec.config.is_backward else NORM_FWD_PARAMS
                 plan = self.plan
                 hit = compiled.launcher(
-                    self.grid, self.block, params, plan.cooperative, plan.dependent
+                    self.grid, self.block, params, plan.cooperative, plan.dependent, plan.cluster
                 )
             self._launchers[id(compiled)] = hit
         return hit
@@ -1942,8 +1991,9 @@ class _Launch:
         k = self._amax_main
         if k is None:
             k = _forward(self.plan.spec, amax=True)
-            if self.multi and not _SIM:
+            if self.multi and self.plan.cluster == 1 and not _SIM:
                 # the plan sized the cooperative grid with the plain kernel's occupancy
+                # (a cluster grid needs no co-residency)
                 sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
                 resident = _occupancy(k, self.plan.spec.threads) * sms
                 if resident < self.grid[0] * self.grid[1]:
@@ -2025,7 +2075,7 @@ def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
     if rec.multi:
         base = _scratch_base(args, plan)
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
-        _memset_barrier(barrier, plan.ctas_per_col, stream)
+        _memset_barrier(barrier, plan.barrier_bytes // 4, stream)
     rec.launcher(kern)(
         _handle(stream),
         _ptr(args.x), _ptr(args.gamma), _ptr(args.beta), _ptr(args.y), _ptr(args.mu),
@@ -2075,7 +2125,7 @@ def backward(plan: NormPlan, args: Any, stream: Any = 0) -> None:
     stats = barrier = 0
     if rec.multi:
         stats, barrier = base + plan.stats_offset, base + plan.barrier_offset
-        _memset_barrier(barrier, plan.ctas_per_col, stream)
+        _memset_barrier(barrier, plan.barrier_bytes // 4, stream)
     dgp = base + plan.partial_offset
     dbp = base + plan.dbeta_partial_offset if has_beta else 0
     rec.launcher(rec.main)(

@@ -38,6 +38,7 @@ from numba import config, cuda
 __all__ = [
     "MASKED_SCORE",
     "SIM",
+    "cluster_ops",
     "copy_words",
     "cta_merge",
     "cta_sum",
@@ -56,6 +57,7 @@ __all__ = [
     "pack",
     "rcp",
     "rem32",
+    "row_barrier",
     "row_ptr",
     "softmax_dx",
     "softmax_out",
@@ -839,6 +841,29 @@ if not SIM:
 
         return types.int32(arr, idx), codegen
 
+    def _counter_barrier(context, builder, sig, args):
+        """Emits the counter barrier of :func:`inter_cta_barrier` (args: counter, idx, target)."""
+        cty, ity, tty = sig.args
+        sync = _llvm_fn(builder, "llvm.nvvm.barrier0", _VOID, [])
+        fence = _llvm_fn(builder, "llvm.nvvm.membar.gl", _VOID, [])
+        tid_x = _llvm_fn(builder, "llvm.nvvm.read.ptx.sreg.tid.x", _I32, [])
+        p = _ptr(context, builder, cty, args[0], ity, args[1])
+        target_v = context.cast(builder, args[2], tty, types.int32)
+        builder.call(sync, [])
+        is0 = builder.icmp_unsigned("==", builder.call(tid_x, []), _c32(0))
+        with builder.if_then(is0):
+            builder.call(fence, [])
+            builder.atomic_rmw("add", p, _c32(1), "monotonic")
+            spin = builder.append_basic_block("cta_barrier_spin")
+            done = builder.append_basic_block("cta_barrier_done")
+            builder.branch(spin)
+            builder.position_at_end(spin)
+            arrived = _ld_volatile(builder, p)
+            builder.cbranch(builder.icmp_signed("<", arrived, target_v), spin, done)
+            builder.position_at_end(done)
+            builder.call(fence, [])
+        builder.call(sync, [])
+
     @intrinsic
     def inter_cta_barrier(typingctx, counter, idx, target):
         """Arrival barrier of the CTAs sharing a row (docs/design.md); every thread enters.
@@ -850,29 +875,66 @@ if not SIM:
         """
 
         def codegen(context, builder, sig, args):
-            cty, ity, tty = sig.args
-            sync = _llvm_fn(builder, "llvm.nvvm.barrier0", _VOID, [])
-            fence = _llvm_fn(builder, "llvm.nvvm.membar.gl", _VOID, [])
-            tid_x = _llvm_fn(builder, "llvm.nvvm.read.ptx.sreg.tid.x", _I32, [])
-            p = _ptr(context, builder, cty, args[0], ity, args[1])
-            target_v = context.cast(builder, args[2], tty, types.int32)
-            builder.call(sync, [])
-            is0 = builder.icmp_unsigned("==", builder.call(tid_x, []), _c32(0))
-            with builder.if_then(is0):
-                builder.call(fence, [])
-                builder.atomic_rmw("add", p, _c32(1), "monotonic")
-                spin = builder.append_basic_block("cta_barrier_spin")
-                done = builder.append_basic_block("cta_barrier_done")
-                builder.branch(spin)
-                builder.position_at_end(spin)
-                arrived = _ld_volatile(builder, p)
-                builder.cbranch(builder.icmp_signed("<", arrived, target_v), spin, done)
-                builder.position_at_end(done)
-                builder.call(fence, [])
-            builder.call(sync, [])
+            _counter_barrier(context, builder, sig, args)
             return context.get_dummy_value()
 
         return types.void(counter, idx, target), codegen
+
+    _NCTARANK = "mov.u32 $0, %cluster_nctarank;"
+    _CLUSTER_SYNC = (
+        "barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+    )
+
+    @functools.cache
+    def cluster_ops(enabled: bool):
+        """``(cluster_ctas, cluster_sync)`` as NVRTC's ``nn::cluster_ctas`` /
+        ``nn::cluster_sync`` (sm_90+): CTAs in this CTA's cluster (``%cluster_nctarank``), and
+        the cluster barrier (arrive with release, wait with acquire). Unless ``enabled`` (the
+        kernel's target has clusters) ``cluster_ctas`` is the constant 1 and ``cluster_sync``
+        emits nothing."""
+
+        @intrinsic
+        def cluster_ctas(typingctx):
+            def codegen(context, builder, sig, args):
+                return _asm(builder, _I32, [], _NCTARANK, "=r") if enabled else _c32(1)
+
+            return types.int32(), codegen
+
+        @intrinsic
+        def cluster_sync(typingctx):
+            def codegen(context, builder, sig, args):
+                if enabled:
+                    _asm(builder, _VOID, [], _CLUSTER_SYNC, "~{memory}", side_effect=True)
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        return cluster_ctas, cluster_sync
+
+    @functools.cache
+    def row_barrier(clusters: bool):
+        """The barrier of the CTAs sharing a row, as NVRTC's ``arrive_and_wait``: the cluster
+        barrier where the kernel runs in a cluster of several CTAs (``RowPlan.cluster``; only
+        compiled in where ``clusters``), else :func:`inter_cta_barrier` on ``counter[idx]``."""
+
+        @intrinsic
+        def _barrier(typingctx, counter, idx, target):
+            def codegen(context, builder, sig, args):
+                if not clusters:
+                    _counter_barrier(context, builder, sig, args)
+                    return context.get_dummy_value()
+                n = _asm(builder, _I32, [], _NCTARANK, "=r")
+                in_cluster = builder.icmp_unsigned(">", n, _c32(1))
+                with builder.if_else(in_cluster) as (then, otherwise):
+                    with then:
+                        _asm(builder, _VOID, [], _CLUSTER_SYNC, "~{memory}", side_effect=True)
+                    with otherwise:
+                        _counter_barrier(context, builder, sig, args)
+                return context.get_dummy_value()
+
+            return types.void(counter, idx, target), codegen
+
+        return _barrier
 
     @functools.cache
     def dependent_launch(enabled: bool):
@@ -1179,6 +1241,18 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def dependent_launch(enabled: bool):
         """The simulator runs kernels one after another: nothing to signal or wait for."""
         return _no_op, _no_op
+
+    @cuda.jit(device=True)
+    def _one_cta():
+        return 1
+
+    def cluster_ops(enabled: bool):
+        """No clusters in the simulator: one CTA, nothing to wait for."""
+        return _one_cta, _no_op
+
+    def row_barrier(clusters: bool):
+        """No clusters in the simulator: the counter barrier (never reached: one CTA a row)."""
+        return inter_cta_barrier
 
     @cuda.jit(device=True)
     def inter_cta_barrier(counter, idx, target):

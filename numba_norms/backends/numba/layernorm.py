@@ -15,6 +15,7 @@ __all__ = NORM_OP_EXPORTS
     compile_backward,
     occupancy_forward,
     occupancy_backward,
+    active_clusters,
     forward,
     backward,
     launchers,

@@ -34,7 +34,7 @@ from ...planner import RowPlan, SoftmaxSpec
 from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _cubin
 from . import _rowops as ro
-from ._norms import _dependent_launch, _memset_barrier  # shared with the norms
+from ._norms import _clusters, _dependent_launch, _memset_barrier  # shared with the norms
 
 __all__ = [
     "launchers",
@@ -44,6 +44,7 @@ __all__ = [
     "compile_backward",
     "compile_forward",
     "forward",
+    "active_clusters",
     "occupancy_backward",
     "occupancy_forward",
 ]
@@ -79,6 +80,7 @@ def _forward_kernel(
     multi: bool,
     prefetch: bool,
     dependent: bool = False,
+    clusters: bool = False,
 ):
     """``softmax_fwd`` of docs/design.md for one compile-time shape (a Python function).
 
@@ -87,7 +89,8 @@ def _forward_kernel(
     with ``SOFTMAX_MULTI_CTA=0``). ``prefetch``: each vector of the next row is loaded as soon
     as this row's is widened, so the next row's loads are in flight during this row's
     reductions (NVRTC's ``PREFETCH``); the row waiting is kept as loaded. ``dependent``: the
-    kernel starts with the griddepcontrol prologue (sm_90+; :func:`_pyfunc`).
+    kernel starts with the griddepcontrol prologue (sm_90+; :func:`_pyfunc`). ``clusters``: the
+    row barrier takes the cluster barrier when launched in a cluster (sm_90+).
     """
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
@@ -110,7 +113,7 @@ def _forward_kernel(
     ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
     fmaxf, div32, rem32 = ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any = ro.warp_max, ro.warp_sum, ro.warp_any
-    barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
+    barrier_sync, row_ptr = ro.row_barrier(clusters), ro.row_ptr
     multi_warp = wn > 1
     neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
     f32, u32, i32 = types.float32, types.uint32, types.int32
@@ -307,7 +310,14 @@ def _forward_kernel(
 
 
 def _backward_kernel(
-    dtype: str, wm: int, wn: int, ne: int, ldgs: int, multi: bool, dependent: bool = False
+    dtype: str,
+    wm: int,
+    wn: int,
+    ne: int,
+    ldgs: int,
+    multi: bool,
+    dependent: bool = False,
+    clusters: bool = False,
 ):
     """``softmax_bwd`` of docs/design.md: ``dx = scale * y * (dy - sum(dy * y))``."""
     nw = ro.words_per_vector(dtype, ne)
@@ -321,7 +331,7 @@ def _backward_kernel(
     unpack, unpack2, pack = ro.unpack(dtype, ne), ro.unpack(dtype, ne, True), ro.pack(dtype, ne)
     copy_w, dot_acc, dx_vec = ro.copy_words(nw), ro.dot_acc(ne), ro.softmax_dx(ne)
     cta_sum, st_cg2, warp_sum = ro.cta_sum, ro.st_cg2, ro.warp_sum
-    barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
+    barrier_sync, row_ptr = ro.row_barrier(clusters), ro.row_ptr
     multi_warp = wn > 1
     f0 = _F0
     f32, u32 = types.float32, types.uint32
@@ -441,10 +451,10 @@ def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
     """The kernel of ``spec`` for compute capability ``cc`` (None: the simulator)."""
     c = spec.config
     shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, _multi(spec))
-    dependent = _dependent_launch(cc)
+    dep, clusters = _dependent_launch(cc), _clusters(cc)
     if c.is_backward:
-        return _backward_kernel(c.dtype, *shape, dependent=dependent)
-    return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dependent)
+        return _backward_kernel(c.dtype, *shape, dependent=dep, clusters=clusters)
+    return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dep, clusters=clusters)
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,15 +482,15 @@ class _Compiled:
 
     def launcher(self, plan: RowPlan) -> Any:
         """The :class:`rtc.Launcher` of this kernel for ``plan``'s launch shape (GPU only)."""
-        key = (plan.grid, plan.block, plan.cooperative, plan.dependent)
+        key = (plan.grid, plan.block, plan.cooperative, plan.dependent, plan.cluster)
         fire = self._launchers.get(key)
         if fire is None:
             params = SOFTMAX_BWD_PARAMS if plan.spec.op == "softmax_bwd" else SOFTMAX_FWD_PARAMS
             # Several CTAs a row synchronise through their own atomic barrier and need only
-            # co-residency: a property of the launch, not of the code.
+            # co-residency, or run as one cluster: properties of the launch, not of the code.
             fire = rtc.Launcher(
-                self.kernel, plan.grid, plan.block, params,
-                cooperative=plan.cooperative, programmatic=plan.dependent,
+                self.kernel, plan.grid, plan.block, params, cooperative=plan.cooperative,
+                cluster=plan.cluster, programmatic=plan.dependent,
             )  # fmt: skip
             self._launchers[key] = fire
         return fire
@@ -629,6 +639,12 @@ def occupancy_forward(spec: SoftmaxSpec) -> int:
 def occupancy_backward(spec: SoftmaxSpec) -> int:
     """Max active CTAs per SM of the backward kernel (:data:`SIM_OCCUPANCY` in the simulator)."""
     return SIM_OCCUPANCY if ro.SIM else compile_backward(spec).occupancy()
+
+
+def active_clusters(spec: SoftmaxSpec, cluster: int) -> int:
+    """Clusters of ``cluster`` CTAs of the spec's kernel the current device holds (GPU only)."""
+    k = compile_backward(spec) if spec.op == "softmax_bwd" else compile_forward(spec)
+    return k.kernel.max_active_clusters(cluster, spec.threads, 0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ._launch import cached_record, current_device, kernel_source
 __all__ = [
     "C_TYPES",
     "NVRTC_OPTIONS",
+    "active_clusters",
     "backward",
     "backward_names",
     "compile_backward",
@@ -173,6 +174,12 @@ def occupancy(spec: NormSpec) -> int:
     return main.occupancy(spec.threads, 0)
 
 
+def active_clusters(spec: NormSpec, cluster: int) -> int:
+    """Clusters of ``cluster`` CTAs of the main kernel of ``spec`` the current device holds."""
+    main, _ = load(spec)
+    return main.max_active_clusters(cluster, spec.threads, 0)
+
+
 def _direction(spec: NormSpec, backward: bool) -> NormSpec:
     if spec.config.is_backward != backward:
         raise ValueError(f"{spec.op} is not a {'backward' if backward else 'forward'} op")
@@ -226,7 +233,8 @@ class _Launch:
         params = NORM_BWD_PARAMS if plan.spec.config.is_backward else NORM_FWD_PARAMS
         self.main = rtc.Launcher(
             main, tuple(plan.grid), tuple(plan.block), params,
-            cooperative=bool(plan.cooperative), programmatic=plan.dependent,
+            cooperative=bool(plan.cooperative), cluster=plan.cluster,
+            programmatic=plan.dependent,
         )  # fmt: skip
         self.finalize = None
         if finalize is not None:
@@ -268,14 +276,16 @@ _memset = rtc.memset_d32_async
 
 
 def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int, int]:
-    """(stats, barrier, scratch base) addresses; zeroes the barrier counters on ``stream``."""
+    """(stats, barrier, scratch base) addresses; zeroes the barrier counters on ``stream`` (a
+    cluster launch has none)."""
     if not rec.multi:
         return _NULL, _NULL, _NULL if scratch is None else scratch.ptr
     if scratch is None:
         raise ValueError("several CTAs per row need a scratch buffer (barrier and statistics)")
     base = scratch.ptr
     barrier = base + rec.barrier_offset
-    _memset(barrier, 0, rec.barrier_count, stream)
+    if rec.barrier_count:
+        _memset(barrier, 0, rec.barrier_count, stream)
     return base + rec.stats_offset, barrier, base
 
 

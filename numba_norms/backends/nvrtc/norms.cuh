@@ -345,9 +345,38 @@ __device__ __forceinline__ float2 ld_cg(const float* p) {
   return v;
 }
 
+// CTAs in this CTA's thread-block cluster (1 without one, and before sm_90). The plan launches
+// a multi-CTA row group as one cluster where the device has them (RowPlan.cluster); the kernels
+// then meet at the cluster barrier instead of the counter.
+__device__ __forceinline__ unsigned cluster_ctas() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  unsigned n;
+  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+#else
+  return 1;
+#endif
+}
+
+// Every thread of the cluster arrives (releasing its earlier writes, global ones included) and
+// waits for all the others (acquiring theirs): the hardware barrier of a GPC, no memory round
+// trip. Also a barrier of this CTA's threads.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n\t"
+      "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
 // Arrival barrier of the CTAs sharing a row (contract: counter zeroed before the launch; at its
 // k-th use every CTA adds 1 and waits for k * ctas_per_row arrivals). All threads must enter.
+// A row group launched as a cluster uses the cluster barrier (the counter is not touched).
 __device__ __forceinline__ void inter_cta_barrier(int* counter, int target) {
+  if (cluster_ctas() > 1) {
+    cluster_sync();
+    return;
+  }
   __syncthreads();  // this CTA's stores happen before thread 0's release fence
   if (threadIdx.x == 0) {
     __threadfence();

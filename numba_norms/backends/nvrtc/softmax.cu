@@ -162,6 +162,10 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
 // (thread 0 spinning alone is a divergent loop, for which ptxas spills a convergence-barrier
 // register to the stack in some instantiations). All threads must call it.
 __device__ __forceinline__ void arrive_and_wait(int* counter, int target) {
+  if (nn::cluster_ctas() > 1) {  // launched as a cluster (RowPlan.cluster): no counter
+    nn::cluster_sync();
+    return;
+  }
   __syncthreads();  // this CTA's stats stores happen before thread 0's release
   if (threadIdx.x == 0) {
     __threadfence();

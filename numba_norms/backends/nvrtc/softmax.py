@@ -35,6 +35,7 @@ __all__ = [
     "forward",
     "kernel_name",
     "load",
+    "active_clusters",
     "occupancy_backward",
     "occupancy_forward",
 ]
@@ -178,6 +179,11 @@ def occupancy_backward(spec: SoftmaxSpec) -> int:
     return load(spec).occupancy(spec.threads, 0)
 
 
+def active_clusters(spec: SoftmaxSpec, cluster: int) -> int:
+    """Clusters of ``cluster`` CTAs of the spec's kernel the current device holds at once."""
+    return load(spec).max_active_clusters(cluster, spec.threads, 0)
+
+
 # ----------------------------------------------------------------------------------------------
 # launch records, one per (plan, device)
 # ----------------------------------------------------------------------------------------------
@@ -201,11 +207,12 @@ class _Launch:
             tuple(plan.block),
             params,
             cooperative=bool(plan.cooperative),
+            cluster=plan.cluster,
             programmatic=plan.dependent,
         )
         self.rows = plan.rows
         self.cols = plan.cols
-        self.multi = plan.barrier_bytes > 0
+        self.multi = plan.ctas_per_row > 1
         self.barrier_offset = plan.barrier_offset
         self.barrier_count = plan.barrier_bytes // 4
         self.stats_offset = plan.stats_offset
@@ -235,14 +242,16 @@ _memset = rtc.memset_d32_async
 
 
 def _scratch_ptrs(rec: _Launch, scratch: Any, stream: int) -> tuple[int, int]:
-    """(stats, barrier) addresses; zeroes the barrier counters on ``stream`` first."""
+    """(stats, barrier) addresses; zeroes the barrier counters on ``stream`` first (a cluster
+    launch has none)."""
     if not rec.multi:
         return _NULL, _NULL
     if scratch is None:
         raise ValueError("several CTAs per row need a scratch buffer (barrier and statistics)")
     base = scratch.ptr
     barrier = base + rec.barrier_offset
-    _memset(barrier, 0, rec.barrier_count, stream)
+    if rec.barrier_count:
+        _memset(barrier, 0, rec.barrier_count, stream)
     return base + rec.stats_offset, barrier
 
 
