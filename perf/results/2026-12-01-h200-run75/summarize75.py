@@ -1,0 +1,26 @@
+"""Softmax rows of several CTAs: counter barrier (old1/old2: HEAD 1d9b97b) vs cluster row groups
+(new1/new2), mean of the two median-us figures per (op, dtype, cols, backend)."""
+
+import csv
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+here = Path(__file__).resolve().parent
+t = defaultdict(lambda: defaultdict(list))
+plan = {}
+for name in ("old1", "old2", "new1", "new2"):
+    for row in csv.DictReader(open(here / name / "bench.csv")):
+        if row["impl"] in ("nvrtc", "numba") and row["median_us"]:
+            key = (row["op"], row["dtype"], int(row["cols"]), row["impl"])
+            t[key][name[:3]].append(float(row["median_us"]))
+            if name.startswith("new"):
+                plan[key] = row["plan"]
+w = csv.writer(sys.stdout)
+w.writerow(["op", "dtype", "cols", "backend", "old_us", "cluster_us", "old/cluster", "plan"])
+for key in sorted(t):
+    if "cpr1 " in plan[key]:
+        continue
+    o, n = statistics.mean(t[key]["old"]), statistics.mean(t[key]["new"])
+    w.writerow([*key, f"{o:.1f}", f"{n:.1f}", f"{o / n:.3f}", plan[key]])
