@@ -659,6 +659,8 @@ def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     assert ("%cluster_nctarank" in ptx) is want
     assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
     assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    # the pairs go into the other CTAs' shared memory (distributed shared memory)
+    assert ("mapa.shared::cluster" in ptx and "st.shared::cluster.v2.f32" in ptx) is want
     assert ptx_count(ptx, r"atom\.global(\.\w+)*\.add") >= 2  # arrive and poll
 
 

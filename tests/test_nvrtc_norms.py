@@ -539,7 +539,7 @@ def test_cluster_arch_matches_the_planner():
     src = (Path(_norms.__file__).parent / "norms.cuh").read_text()
     blocks = re.findall(r"__CUDA_ARCH__ >= (\d+)\n(.*?)#endif", src, flags=re.S)
     bounds = [b for b, body in blocks if "cluster" in body]
-    assert len(bounds) == 2 and set(bounds) == {f"{major}{minor}0"}
+    assert len(bounds) == 3 and set(bounds) == {f"{major}{minor}0"}  # ctas, sync, store
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -556,6 +556,8 @@ def test_row_barrier_has_the_cluster_branch_from_sm90(spec, arch):
     assert ("mov.u32" in ptx and "%cluster_nctarank" in ptx) is want
     assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
     assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    # the pairs go into the other CTAs' shared memory (distributed shared memory)
+    assert ("mapa.shared::cluster" in ptx and "st.shared::cluster.v2.f32" in ptx) is want
     assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
 
 

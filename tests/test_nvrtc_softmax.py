@@ -266,6 +266,8 @@ def test_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     assert ("%cluster_nctarank" in ptx) is want
     assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
     assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    # the pairs go into the other CTAs' shared memory (distributed shared memory)
+    assert ("mapa.shared::cluster" in ptx and "st.shared::cluster.v2.f32" in ptx) is want
     assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
 
 
@@ -446,6 +448,8 @@ def _emu_rewrite_asm(m: re.Match) -> str:
         # clusters (`__CUDA_ARCH__ >= 900` too): the host build runs no cluster
         ("%%cluster_nctarank", lambda: f"{o[0]} = 1;"),
         ("barrier.cluster", lambda: ";"),
+        ("mapa.shared::cluster", lambda: f"{o[0]} = {i[0]};"),
+        ("st.shared::cluster", lambda: ";"),
     ]
     if tmpl == "":  # an empty asm only hides values from the compiler (Pack::opaque)
         return ";"

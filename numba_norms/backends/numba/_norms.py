@@ -52,12 +52,14 @@ from ...planner import (
     DEPENDENT_LAUNCH_CC,
     FINALIZE_MAX_ROWS,
     FINALIZE_ROWS_PER_THREAD,
+    MAX_CLUSTER,
     NormPlan,
     NormSpec,
 )
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
 from ._rowops import cluster_ops, dependent_launch
+from ._rowops import st_cluster2 as _st_cluster2
 
 __all__ = [
     "SIMULATOR",
@@ -842,21 +844,47 @@ def _counter_barrier(barrier, group, target):
     cuda.syncthreads()
 
 
+# Shared slots of the cluster exchange: [trip parity][warp_m][cluster rank][2] fp32.
+_CL_SLOTS = 2 * MAX_CLUSTER
+
+
 @functools.cache
-def _cta_barrier_for(clusters: bool):
-    """The row group's barrier (NVRTC's ``nn::inter_cta_barrier``): the cluster barrier where
-    the kernel runs in a cluster of several CTAs (compiled in only where ``clusters``: without
-    it ``cluster_ctas()`` is the constant 1 and the branch folds away), else the counter."""
+def _exchange_for(clusters: bool):
+    """``put`` of the row group's exchange (NVRTC's ``row_reduce``): in a cluster of several
+    CTAs (compiled in only where ``clusters``: without it ``cluster_ctas()`` is the constant 1
+    and the branch folds away) lane k of warp_n 0 writes this CTA's pair into CTA k's shared
+    slots ``cl[cb:]`` and the CTAs meet at the cluster barrier; otherwise lane 0 writes it to
+    ``stats[sb:]`` and the CTAs meet at the counter. Returns whether the cluster path ran
+    (:func:`_part` then reads the pairs from the same place). Every thread calls it."""
     cluster_ctas, cluster_sync = cluster_ops(clusters)
 
     @_device
-    def barrier(counter, group, target):
+    def put(stats, cl, sb, cb, lead, lane, cta_n, cpr, counter, group, target, a, b):
         if cluster_ctas() > 1:
+            if lead and lane < cpr:
+                _st_cluster2(cl, cb + cta_n * 2, lane, a, b)
             cluster_sync()
-        else:
-            _counter_barrier(counter, group, target)
+            return True
+        if lead and lane == 0:
+            stats[sb + cta_n * 2] = a
+            stats[sb + cta_n * 2 + 1] = b
+        _counter_barrier(counter, group, target)
+        return False
 
-    return barrier
+    return put
+
+
+@_device
+def _sum_parts(parts, base, cpr):
+    """Sums of the CTAs' pairs at ``parts[base:]`` in CTA order, after the exchange: called
+    with the shared slots or with ``stats`` (one specialisation each, not a branch a part:
+    that cost NVVM registers, run 78)."""
+    a = _ZERO
+    b = _ZERO
+    for cc in range(cpr):
+        a += parts[base + cc * 2]
+        b += parts[base + cc * 2 + 1]
+    return a, b
 
 
 # Cooperative launch. numba-cuda launches a kernel cooperatively exactly when its code uses a
@@ -946,7 +974,8 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     NXW = LDGS * XW if PREFETCH else 1  # the next row as loaded (PREFETCH)
     WORD = F32 if _SIM else types.uint32
     launch_dependents, wait_primary = dependent_launch(_dependent_launch(cc))
-    _cta_barrier = _cta_barrier_for(_clusters(cc))
+    exchange = _exchange_for(_clusters(cc))
+    CL = WM * _CL_SLOTS * 2 if multi else 1
 
     # y of one vector, computed in the loop that stores it (the weights' vector is used as it
     # arrives: run 25) except where NVVM did not always unroll that loop with y inside and the
@@ -954,6 +983,21 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     # layernorm_fwd 10240 -> e4m3, 80 elements a thread; before sm_89 in software) and general
     # kernels re-reading weights (bounds-checked loads; fp16 layernorm_fwd 2048, 64 elements)
     SPLIT_Y = FP8 or (GENERAL and WREREAD)
+
+    @_device
+    def chan_parts(parts, base, cpr, cols):
+        """(mean, M2) of the row from the CTAs' pairs at ``parts[base:]``, Chan's merge in CTA
+        order (one specialisation for the shared slots, one for ``stats``)."""
+        n = _ZERO
+        m = _ZERO
+        d = _ZERO
+        for cc in range(cpr):
+            if GENERAL:
+                nb = _cta_count(cols, cc, cpr, CHUNK, LDGS)
+            else:
+                nb = NC_TUNED
+            n, m, d = _chan(n, m, d, nb, parts[base + cc * 2], parts[base + cc * 2 + 1])
+        return m, d
 
     @_device
     def load_words(x, row, x_stride, col0, step, xw):
@@ -1003,6 +1047,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
+        cl = cuda.shared.array(CL, F32)
         xs = cuda.local.array(NV, F32)
         gs = cuda.local.array(NG, F32)
         bs = cuda.local.array(NG, F32)
@@ -1092,12 +1137,15 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                         s += sm[sw + w * 2]
                 if MULTI:
                     sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
-                    if warp_n == 0 and lane == 0:
-                        stats[sb + cta_n * 2] = s
-                    _cta_barrier(barrier, group, (t + 1) * cpr)
-                    s = _ZERO
-                    for cc in range(cpr):
-                        s += stats[sb + cc * 2]
+                    cb = (par * WM + warp_m) * _CL_SLOTS
+                    ok = exchange(
+                        stats, cl, sb, cb, warp_n == 0, lane, cta_n, cpr, barrier, group,
+                        (t + 1) * cpr, s, _ZERO,
+                    )  # fmt: skip
+                    if ok:
+                        s = _sum_parts(cl, cb, cpr)[0]
+                    else:
+                        s = _sum_parts(stats, sb, cpr)[0]
                 mean = _ZERO
                 rs = _ONE / F32(math.sqrt(s / fcols + eps))
             else:
@@ -1123,19 +1171,15 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                         n, m, d = _chan(n, m, d, wc[w], sm[sw + w * 2], sm[sw + w * 2 + 1])
                 if MULTI:
                     sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
-                    if warp_n == 0 and lane == 0:
-                        stats[sb + cta_n * 2] = m
-                        stats[sb + cta_n * 2 + 1] = d
-                    _cta_barrier(barrier, group, (t + 1) * cpr)
-                    n = _ZERO
-                    m = _ZERO
-                    d = _ZERO
-                    for cc in range(cpr):
-                        if GENERAL:
-                            nb = _cta_count(cols, cc, cpr, CHUNK, LDGS)
-                        else:
-                            nb = NC_TUNED
-                        n, m, d = _chan(n, m, d, nb, stats[sb + cc * 2], stats[sb + cc * 2 + 1])
+                    cb = (par * WM + warp_m) * _CL_SLOTS
+                    ok = exchange(
+                        stats, cl, sb, cb, warp_n == 0, lane, cta_n, cpr, barrier, group,
+                        (t + 1) * cpr, m, d,
+                    )  # fmt: skip
+                    if ok:
+                        m, d = chan_parts(cl, cb, cpr, cols)
+                    else:
+                        m, d = chan_parts(stats, sb, cpr, cols)
                 mean = m
                 rs = _ONE / F32(math.sqrt(d / fcols + eps))
 
@@ -1307,7 +1351,8 @@ def _backward_kernel(
     DW2 = DW if LEAN else 1
     _st, _st_g, _ = _stores(hw_cvt)
     launch_dependents, wait_primary = dependent_launch(dependent)
-    _cta_barrier = _cta_barrier_for(clusters)
+    exchange = _exchange_for(clusters)
+    CL = WM * _CL_SLOTS * 2 if multi else 1
 
     @_device
     def load_row(x, dy, row, x_stride, dy_stride, col0, step, cols, xs, dys):
@@ -1352,6 +1397,7 @@ def _backward_kernel(
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
+        cl = cuda.shared.array(CL, F32)
         xs = cuda.local.array(1 if LEAN else NV, F32)  # x, then xhat, then dx (wide form)
         dys = cuda.local.array(1 if LEAN else NV, F32)  # dy, then dy * gamma
         xn = cuda.local.array(NVN, F32)  # the next row's (PREFETCH, general kernels)
@@ -1464,15 +1510,15 @@ def _backward_kernel(
                     sdy += sm[sw + w * 2 + 1]
             if MULTI:
                 sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
-                if warp_n == 0 and lane == 0:
-                    stats[sb + cta_n * 2] = sdyy
-                    stats[sb + cta_n * 2 + 1] = sdy
-                _cta_barrier(barrier, group, (t + 1) * cpr)
-                sdyy = _ZERO
-                sdy = _ZERO
-                for cc in range(cpr):
-                    sdyy += stats[sb + cc * 2]
-                    sdy += stats[sb + cc * 2 + 1]
+                cb = (par * WM + warp_m) * _CL_SLOTS
+                ok = exchange(
+                    stats, cl, sb, cb, warp_n == 0, lane, cta_n, cpr, barrier, group,
+                    (t + 1) * cpr, sdyy, sdy,
+                )  # fmt: skip
+                if ok:
+                    sdyy, sdy = _sum_parts(cl, cb, cpr)
+                else:
+                    sdyy, sdy = _sum_parts(stats, sb, cpr)
             mdyy = sdyy * rn
             mdy = sdy * rn
 

@@ -39,6 +39,7 @@ __all__ = [
     "MASKED_SCORE",
     "SIM",
     "cluster_ops",
+    "st_cluster2",
     "copy_words",
     "cta_merge",
     "cta_sum",
@@ -911,6 +912,30 @@ if not SIM:
 
         return cluster_ctas, cluster_sync
 
+    @intrinsic
+    def st_cluster2(typingctx, arr, idx, rank, a, b):
+        """``arr[idx], arr[idx + 1] = a, b`` in the shared memory of the CTA of cluster rank
+        ``rank`` (``arr`` a float32 shared array; distributed shared memory, sm_90+): NVRTC's
+        ``nn::st_cluster``. Visible there after the next cluster barrier."""
+
+        def codegen(context, builder, sig, args):
+            aty, ity, rty, at, bt = sig.args
+            p = _ptr(context, builder, aty, args[0], ity, args[1])
+            r = _u32(context, builder, rty, args[2])
+            va, vb = _f32(context, builder, at, args[3]), _f32(context, builder, bt, args[4])
+            _asm(
+                builder,
+                _VOID,
+                [builder.ptrtoint(p, _I64), r, va, vb],
+                "{ .reg .u64 g; .reg .u32 s, d; cvta.to.shared.u64 g, $0; cvt.u32.u64 s, g; "
+                "mapa.shared::cluster.u32 d, s, $1; st.shared::cluster.v2.f32 [d], {$2, $3}; }",
+                "l,r,f,f,~{memory}",
+                side_effect=True,
+            )
+            return context.get_dummy_value()
+
+        return types.void(arr, idx, rank, a, b), codegen
+
     @functools.cache
     def row_barrier(clusters: bool):
         """The barrier of the CTAs sharing a row, as NVRTC's ``arrive_and_wait``: the cluster
@@ -1249,6 +1274,11 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def cluster_ops(enabled: bool):
         """No clusters in the simulator: one CTA, nothing to wait for."""
         return _one_cta, _no_op
+
+    def st_cluster2(arr, idx, rank, a, b):
+        """One CTA a cluster: rank 0 is this CTA."""
+        arr[idx] = a
+        arr[idx + 1] = b
 
     def row_barrier(clusters: bool):
         """No clusters in the simulator: the counter barrier (never reached: one CTA a row)."""

@@ -70,7 +70,20 @@ __device__ __forceinline__ float2 row_reduce(float2 v, int trip,
 #pragma unroll
     for (int w = 1; w < WARPS_N; ++w) wfold(v, red[parity][geo.warp_m][w], w);
   }
-  if (geo.ctas > 1) {
+  if (geo.ctas > 1 && cluster_ctas() > 1) {
+    // A cluster (RowPlan.cluster): lane k of warp_n 0 writes this CTA's part into CTA k's
+    // shared slots (distributed shared memory), then every thread folds the parts from its
+    // own CTA's slots in CTA order, as the counter path does from `stats`: no L2 round trip.
+    __shared__ float2 parts[2][WARPS_M][kMaxCluster];
+    if (geo.warp_n == 0 && geo.lane < geo.ctas) {
+      st_cluster(&parts[parity][geo.warp_m][geo.cta_n], geo.lane, v);
+    }
+    cluster_sync();
+    v = parts[parity][geo.warp_m][0];
+    cfold.start(0);
+#pragma unroll 1
+    for (int k = 1; k < geo.ctas; ++k) cfold(v, parts[parity][geo.warp_m][k], k);
+  } else if (geo.ctas > 1) {
     // stats: [2][ctas_per_col][WARPS_M][ctas_per_row][2] fp32
     float* slot =
         stats + ((long long)(parity * (int)gridDim.y + (int)blockIdx.y) * WARPS_M + geo.warp_m) *

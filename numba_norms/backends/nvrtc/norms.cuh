@@ -369,14 +369,26 @@ __device__ __forceinline__ void cluster_sync() {
 #endif
 }
 
+// Largest cluster the plan launches (planner.MAX_CLUSTER, the portable cluster size).
+constexpr int kMaxCluster = 8;
+
+// Stores v into the CTA of cluster rank `rank`, at the same shared-memory offset as `local`
+// (distributed shared memory; visible to that CTA after the next cluster_sync()).
+__device__ __forceinline__ void st_cluster(float2* local, unsigned rank, float2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(a), "r"(rank));
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote), "f"(v.x), "f"(v.y)
+               : "memory");
+#endif
+}
+
 // Arrival barrier of the CTAs sharing a row (contract: counter zeroed before the launch; at its
 // k-th use every CTA adds 1 and waits for k * ctas_per_row arrivals). All threads must enter.
-// A row group launched as a cluster uses the cluster barrier (the counter is not touched).
+// (A row group launched as a cluster never comes here: row_reduce exchanges through
+// distributed shared memory and meets at cluster_sync().)
 __device__ __forceinline__ void inter_cta_barrier(int* counter, int target) {
-  if (cluster_ctas() > 1) {
-    cluster_sync();
-    return;
-  }
   __syncthreads();  // this CTA's stores happen before thread 0's release fence
   if (threadIdx.x == 0) {
     __threadfence();

@@ -162,10 +162,6 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
 // (thread 0 spinning alone is a divergent loop, for which ptxas spills a convergence-barrier
 // register to the stack in some instantiations). All threads must call it.
 __device__ __forceinline__ void arrive_and_wait(int* counter, int target) {
-  if (nn::cluster_ctas() > 1) {  // launched as a cluster (RowPlan.cluster): no counter
-    nn::cluster_sync();
-    return;
-  }
   __syncthreads();  // this CTA's stats stores happen before thread 0's release
   if (threadIdx.x == 0) {
     __threadfence();
@@ -179,6 +175,74 @@ __device__ __forceinline__ void arrive_and_wait(int* counter, int target) {
 template <int WARPS_M>
 __device__ __forceinline__ float* stats_row(float* stats, int trip, int warp_m) {
   return stats + ((((trip & 1) * gridDim.y + blockIdx.y) * WARPS_M + warp_m) * gridDim.x) * 2;
+}
+
+// The parts of one row (one float2 per CTA, trip parity double-buffered) and their exchange:
+// in a cluster (RowPlan.cluster) lane k of warp_n 0 writes this CTA's part into CTA k's shared
+// slots (distributed shared memory) and the CTAs meet at the cluster barrier; otherwise lane 0
+// writes it to `stats` through L2 and the CTAs meet at the counter. The merges below read the
+// parts through SharedPart / L2Part, instantiated once per path (a per-part branch slowed the
+// 16-CTA counter kernels, run 77).
+template <int WARPS_M>
+struct RowParts {
+  float* buf;       // counter path: this row's slots in `stats`
+  float2* slots;    // cluster path: this row's slots in shared memory
+  bool cluster;
+
+  __device__ __forceinline__ RowParts(float* stats, int trip, int warp_m) {
+    __shared__ float2 cl[2][WARPS_M][nn::kMaxCluster];
+    cluster = nn::cluster_ctas() > 1;
+    buf = stats_row<WARPS_M>(stats, trip, warp_m);
+    slots = cl[trip & 1][warp_m];
+  }
+  // Every thread of the CTA calls it; `writer`: this thread's warp holds a real row's part.
+  __device__ __forceinline__ void exchange(float2 v, bool writer, int lane, int ctas, int* barrier,
+                                           int trip) const {
+    if (cluster) {
+      if (writer && lane < ctas) nn::st_cluster(slots + blockIdx.x, lane, v);
+      nn::cluster_sync();
+    } else {
+      if (writer && lane == 0) nn::st_cg(buf + 2 * blockIdx.x, v);
+      arrive_and_wait(barrier + blockIdx.y, (trip + 1) * ctas);
+    }
+  }
+};
+
+// Readers of the parts for RowParts' two paths.
+struct SharedPart {
+  const float2* p;
+  __device__ __forceinline__ float2 operator()(int c) const { return p[c]; }
+};
+struct L2Part {
+  const float* p;
+  __device__ __forceinline__ float2 operator()(int c) const { return nn::ld_cg(p + 2 * c); }
+};
+
+// The forward's merge of the (max, signed sum) parts in CTA order: gm = max m_c,
+// gs = sum |s_c| * 2^(m_c - gm); any: some CTA keeps a column.
+template <typename Part>
+__device__ __forceinline__ void merge_max_sum(Part part, int ctas, float& gm, float& gs,
+                                              bool& any) {
+  gm = neg_inf();
+#pragma unroll 1
+  for (int c = 0; c < ctas; ++c) gm = fmaxf(gm, part(c).x);
+  gs = 0.f;
+  any = false;
+#pragma unroll 1
+  for (int c = 0; c < ctas; ++c) {
+    const float2 p = part(c);
+    gs += fabsf(p.y) * ex2(p.x - gm);
+    any |= p.y > 0.f;
+  }
+}
+
+// The backward's sum of the parts' x in CTA order.
+template <typename Part>
+__device__ __forceinline__ float sum_x(Part part, int ctas) {
+  float d = 0.f;
+#pragma unroll 1
+  for (int c = 0; c < ctas; ++c) d += part(c).x;
+  return d;
 }
 
 // One thread's slice of a forward row as loaded (storage type, mask bytes), and the row's
@@ -364,23 +428,17 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     if (SOFTMAX_MULTI_CTA && ctas > 1) {
       // One (max, sum) pair per CTA; for the masked variant the sum's sign carries "this CTA
       // keeps nothing" (every CTA owns a column, so its sum is >= 1 and the sign is free).
-      float* buf = stats_row<WARPS_M>(stats, trip, warp_m);
-      if (valid && warp_n == 0 && lane == 0) {
-        nn::st_cg(buf + 2 * blockIdx.x, make_float2(m, MASKED && !keep ? -s : s));
-      }
-      arrive_and_wait(barrier + blockIdx.y, (trip + 1) * ctas);
+      const RowParts<WARPS_M> parts(stats, trip, warp_m);
+      parts.exchange(make_float2(m, MASKED && !keep ? -s : s), valid && warp_n == 0, lane, ctas,
+                     barrier, trip);
       // Every CTA merges all pairs in CTA order, so all agree bitwise. (Rows past the end read
       // unwritten slots and store nothing.)
-      float gm = neg_inf();
-#pragma unroll 1
-      for (int c = 0; c < ctas; ++c) gm = fmaxf(gm, nn::ld_cg(buf + 2 * c).x);
-      float gs = 0.f;
-      bool any = false;
-#pragma unroll 1
-      for (int c = 0; c < ctas; ++c) {
-        const float2 p = nn::ld_cg(buf + 2 * c);
-        gs += fabsf(p.y) * ex2(p.x - gm);
-        any |= p.y > 0.f;
+      float gm, gs;
+      bool any;
+      if (parts.cluster) {
+        merge_max_sum(SharedPart{parts.slots}, ctas, gm, gs, any);
+      } else {
+        merge_max_sum(L2Part{parts.buf}, ctas, gm, gs, any);
       }
       if constexpr (MASKED) row_keep = any;
       // A CTA whose columns are all excluded holds only zeros (not to be scaled by inf).
@@ -520,14 +578,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       for (int w = 1; w < WARPS_N; ++w) dot += part[w];
     }
     if (SOFTMAX_MULTI_CTA && ctas > 1) {
-      float* buf = stats_row<WARPS_M>(stats, trip, warp_m);
-      if (valid && warp_n == 0 && lane == 0) {
-        nn::st_cg(buf + 2 * blockIdx.x, make_float2(dot, 0.f));
-      }
-      arrive_and_wait(barrier + blockIdx.y, (trip + 1) * ctas);
-      dot = 0.f;
-#pragma unroll 1
-      for (int c = 0; c < ctas; ++c) dot += nn::ld_cg(buf + 2 * c).x;
+      const RowParts<WARPS_M> parts(stats, trip, warp_m);
+      parts.exchange(make_float2(dot, 0.f), valid && warp_n == 0, lane, ctas, barrier, trip);
+      dot = parts.cluster ? sum_x(SharedPart{parts.slots}, ctas) : sum_x(L2Part{parts.buf}, ctas);
     }
 
     T* dxr = dx + row * dx_stride;
