@@ -397,6 +397,10 @@ def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     assert ("%cluster_nctarank" in ptx) is want
     assert ("barrier.cluster.arrive.release.aligned" in ptx) is want
     assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    # the forward's pairs go into the other CTAs' shared memory (distributed shared memory);
+    # the backward's through `stats` in L2 (its shared-memory form was slower, run 80)
+    dsmem = want and op == "softmax_fwd"
+    assert ("mapa.shared::cluster" in ptx and "st.shared::cluster.v2.f32" in ptx) is dsmem
     assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
 
 

@@ -598,7 +598,9 @@ if not SIM:
         """Merge the (max, signed sum) pairs of ``ctas`` CTAs at ``stats[sb:]``, in CTA order.
 
         Returns ``(gm, gs, any)``: ``gm = max m_c``, ``gs = sum |s_c| * ex2(m_c - gm)``, ``any``
-        = 1 when some ``s_c > 0`` (the masked variant's "this CTA keeps something").
+        = 1 when some ``s_c > 0`` (the masked variant's "this CTA keeps something"). ``stats``
+        a raw pointer (the scratch region: ``.cg`` loads through L2) or a shared array (the
+        cluster's slots: plain loads).
         """
         ret = types.Tuple((types.float32, types.float32, types.int32))
 
@@ -613,6 +615,9 @@ if not SIM:
             def pair(c):
                 idx = builder.add(base, builder.mul(c, ir.Constant(_I64, 2)))
                 p = _ptr(context, builder, aty, args[0], types.int64, idx)
+                if not isinstance(aty, types.CPointer):  # this CTA's shared slots
+                    q = builder.gep(p, [ir.Constant(_I64, 1)])
+                    return builder.load(p), builder.load(q)
                 st = ir.LiteralStructType([_F32, _F32])
                 v = _asm(
                     builder,
@@ -912,30 +917,6 @@ if not SIM:
 
         return cluster_ctas, cluster_sync
 
-    @intrinsic
-    def st_cluster2(typingctx, arr, idx, rank, a, b):
-        """``arr[idx], arr[idx + 1] = a, b`` in the shared memory of the CTA of cluster rank
-        ``rank`` (``arr`` a float32 shared array; distributed shared memory, sm_90+): NVRTC's
-        ``nn::st_cluster``. Visible there after the next cluster barrier."""
-
-        def codegen(context, builder, sig, args):
-            aty, ity, rty, at, bt = sig.args
-            p = _ptr(context, builder, aty, args[0], ity, args[1])
-            r = _u32(context, builder, rty, args[2])
-            va, vb = _f32(context, builder, at, args[3]), _f32(context, builder, bt, args[4])
-            _asm(
-                builder,
-                _VOID,
-                [builder.ptrtoint(p, _I64), r, va, vb],
-                "{ .reg .u64 g; .reg .u32 s, d; cvta.to.shared.u64 g, $0; cvt.u32.u64 s, g; "
-                "mapa.shared::cluster.u32 d, s, $1; st.shared::cluster.v2.f32 [d], {$2, $3}; }",
-                "l,r,f,f,~{memory}",
-                side_effect=True,
-            )
-            return context.get_dummy_value()
-
-        return types.void(arr, idx, rank, a, b), codegen
-
     @functools.cache
     def row_barrier(clusters: bool):
         """The barrier of the CTAs sharing a row, as NVRTC's ``arrive_and_wait``: the cluster
@@ -960,6 +941,30 @@ if not SIM:
             return types.void(counter, idx, target), codegen
 
         return _barrier
+
+    @intrinsic
+    def st_cluster2(typingctx, arr, idx, rank, a, b):
+        """``arr[idx], arr[idx + 1] = a, b`` in the shared memory of the CTA of cluster rank
+        ``rank`` (``arr`` a float32 shared array; distributed shared memory, sm_90+): NVRTC's
+        ``nn::st_cluster``. Visible there after the next cluster barrier."""
+
+        def codegen(context, builder, sig, args):
+            aty, ity, rty, at, bt = sig.args
+            p = _ptr(context, builder, aty, args[0], ity, args[1])
+            r = _u32(context, builder, rty, args[2])
+            va, vb = _f32(context, builder, at, args[3]), _f32(context, builder, bt, args[4])
+            _asm(
+                builder,
+                _VOID,
+                [builder.ptrtoint(p, _I64), r, va, vb],
+                "{ .reg .u64 g; .reg .u32 s, d; cvta.to.shared.u64 g, $0; cvt.u32.u64 s, g; "
+                "mapa.shared::cluster.u32 d, s, $1; st.shared::cluster.v2.f32 [d], {$2, $3}; }",
+                "l,r,f,f,~{memory}",
+                side_effect=True,
+            )
+            return context.get_dummy_value()
+
+        return types.void(arr, idx, rank, a, b), codegen
 
     @functools.cache
     def dependent_launch(enabled: bool):
@@ -1275,14 +1280,14 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         """No clusters in the simulator: one CTA, nothing to wait for."""
         return _one_cta, _no_op
 
+    def row_barrier(clusters: bool):
+        """No clusters in the simulator: the counter barrier (never reached: one CTA a row)."""
+        return inter_cta_barrier
+
     def st_cluster2(arr, idx, rank, a, b):
         """One CTA a cluster: rank 0 is this CTA."""
         arr[idx] = a
         arr[idx + 1] = b
-
-    def row_barrier(clusters: bool):
-        """No clusters in the simulator: the counter barrier (never reached: one CTA a row)."""
-        return inter_cta_barrier
 
     @cuda.jit(device=True)
     def inter_cta_barrier(counter, idx, target):

@@ -34,7 +34,7 @@ from ...planner import RowPlan, SoftmaxSpec
 from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _cubin
 from . import _rowops as ro
-from ._norms import _clusters, _dependent_launch, _memset_barrier  # shared with the norms
+from ._norms import _CL_SLOTS, _clusters, _dependent_launch, _memset_barrier  # as the norms
 
 __all__ = [
     "launchers",
@@ -89,8 +89,9 @@ def _forward_kernel(
     with ``SOFTMAX_MULTI_CTA=0``). ``prefetch``: each vector of the next row is loaded as soon
     as this row's is widened, so the next row's loads are in flight during this row's
     reductions (NVRTC's ``PREFETCH``); the row waiting is kept as loaded. ``dependent``: the
-    kernel starts with the griddepcontrol prologue (sm_90+; :func:`_pyfunc`). ``clusters``: the
-    row barrier takes the cluster barrier when launched in a cluster (sm_90+).
+    kernel starts with the griddepcontrol prologue (sm_90+; :func:`_pyfunc`). ``clusters``: launched
+    in a cluster (sm_90+), the CTAs of a row exchange through distributed shared memory and
+    meet at the cluster barrier.
     """
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
@@ -113,7 +114,10 @@ def _forward_kernel(
     ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
     fmaxf, div32, rem32 = ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any = ro.warp_max, ro.warp_sum, ro.warp_any
-    barrier_sync, row_ptr = ro.row_barrier(clusters), ro.row_ptr
+    barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
+    cluster_ctas, cluster_sync = ro.cluster_ops(clusters)
+    st_cluster2 = ro.st_cluster2
+    ncl = 2 * wm * _CL_SLOTS if multi else 1  # [trip parity][warp_m][cluster rank][2]
     multi_warp = wn > 1
     neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
     f32, u32, i32 = types.float32, types.uint32, types.int32
@@ -166,6 +170,7 @@ def _forward_kernel(
         xs = cuda.local.array(nx_next, u32)  # prefetch: the next row's slice as loaded
         ms = cuda.local.array(nm_next, u32)
         xch = cuda.shared.array(nxch, f32)
+        cl = cuda.shared.array(ncl, f32)
         s_max = cuda.shared.array(nred, f32)
         s_sum = cuda.shared.array(nred, f32)
         s_keep = cuda.shared.array(nred, i32)
@@ -278,13 +283,27 @@ def _forward_kernel(
             if multi:
                 # One (max, sum) pair per CTA; the masked variant's sign of the sum says "this
                 # CTA keeps nothing" (every CTA owns a column, so its sum is >= 1).
+                # In a cluster (RowPlan.cluster) lane k writes the pair into CTA k's shared slots
+                # and the CTAs meet at the cluster barrier (NVRTC's RowParts); otherwise lane 0
+                # writes it to `stats` (L2) and they meet at the counter.
                 sb = (((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m) * ctas * 2
-                if valid and warp_n == 0 and lane == 0:
-                    st_cg2(stats, sb + 2 * cta, m, -s if masked and keep == 0 else s)
-                barrier_sync(barrier, cuda.blockIdx.y, (trip + 1) * ctas)
+                cb = ((trip & 1) * wm + warp_m) * _CL_SLOTS
+                pair_s = -s if masked and keep == 0 else s
+                in_cluster = cluster_ctas() > 1
+                if in_cluster:
+                    if valid and warp_n == 0 and lane < ctas:
+                        st_cluster2(cl, cb + 2 * cta, lane, m, pair_s)
+                    cluster_sync()
+                else:
+                    if valid and warp_n == 0 and lane == 0:
+                        st_cg2(stats, sb + 2 * cta, m, pair_s)
+                    barrier_sync(barrier, cuda.blockIdx.y, (trip + 1) * ctas)
                 factor = f0
                 if valid:
-                    gm, gs, anyp = cta_merge(stats, sb, ctas)
+                    if in_cluster:
+                        gm, gs, anyp = cta_merge(cl, cb, ctas)
+                    else:
+                        gm, gs, anyp = cta_merge(stats, sb, ctas)
                     if masked:
                         row_keep = anyp != 0
                     # A CTA whose columns are all excluded has only zeros (no inf scaling).
@@ -407,6 +426,8 @@ def _backward_kernel(
                 for w in range(1, wn):
                     dot += s_sum[sl + w]
             if multi:
+                # Through `stats` (L2) also in a cluster (the barrier then the cluster's): the
+                # forward's shared-memory exchange made this kernel 0.78-0.98x (run 80).
                 sb = (((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m) * ctas * 2
                 if valid and warp_n == 0 and lane == 0:
                     st_cg2(stats, sb + 2 * cta, dot, f0)
