@@ -79,7 +79,7 @@ class Kernel:
         self.name = name
         self.device = device
         self._lock = threading.Lock()
-        self._occ: dict[tuple[int, int], int] = {}
+        self._occ: dict[tuple, int] = {}  # occupancy() and max_active_clusters() answers
         self._attrs: Any = None
         self._cu: Any = None
         # The current dynamic limit starts at 48 KiB minus the static shared memory.
@@ -201,11 +201,12 @@ class Kernel:
         int
             Clusters the device can run concurrently (0 if the configuration cannot run).
         """
-        key = (-int(cluster), int(block_size), int(dynamic_smem))
+        smem = int(dynamic_smem)
+        key = ("clusters", int(cluster), int(block_size), smem)  # beside occupancy()'s keys
         v = self._occ.get(key)
         if v is None:
-            if key[2] > self._smem_limit:
-                self.set_max_dynamic_shared_memory(key[2])
+            if smem > self._smem_limit:
+                self.set_max_dynamic_shared_memory(smem)
             if getattr(_tls, "device", None) != self.device:
                 ensure_context(self.device)
             err, fn = _driver.cuKernelGetFunction(_driver.CUkernel(int(self.handle.handle)))
@@ -214,7 +215,7 @@ class Kernel:
             cfg = _driver.CUlaunchConfig()
             cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = int(cluster), 1, 1
             cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = int(block_size), 1, 1
-            cfg.sharedMemBytes = key[2]
+            cfg.sharedMemBytes = smem
             cfg.attrs = [_cluster_attribute(int(cluster))]
             cfg.numAttrs = 1
             err, n = _driver.cuOccupancyMaxActiveClusters(fn, cfg)

@@ -762,3 +762,40 @@ def test_cluster_launcher_sets_the_cluster_dimension(monkeypatch):
         rtc.Launcher(0xC0, (6, 33), 512, "Pi", cluster=4)
     with pytest.raises(ValueError, match="cluster"):
         rtc.Launcher(0xC0, 4, 512, "Pi", cluster=0)
+
+
+def test_max_active_clusters_asks_the_driver_once(monkeypatch):
+    """``Kernel.max_active_clusters`` hands the driver a cluster x 1 x 1 launch configuration
+    with the cluster attribute, caches the answer per arguments beside the occupancy answers,
+    and reads a driver error as "no such cluster fits" (0)."""
+    import importlib
+
+    from tests.fakes import FakeDriver
+
+    class Driver(FakeDriver):
+        def __init__(self):
+            super().__init__()
+            self.asked = []
+
+        def cuKernelGetFunction(self, kernel):
+            return 0, ("fn", int(kernel))
+
+        def cuOccupancyMaxActiveClusters(self, fn, cfg):
+            d = cfg.attrs[0].value.clusterDim
+            self.asked.append((fn, cfg.gridDimX, cfg.blockDimX, cfg.sharedMemBytes,
+                               (d.x, d.y, d.z), cfg.numAttrs))  # fmt: skip
+            return (0, 30) if cfg.blockDimX <= 512 else (1, 0)
+
+    drv = Driver().install(monkeypatch)
+    L = importlib.import_module("rtc.launch")
+    monkeypatch.setattr(L, "_tls", threading.local())
+    monkeypatch.setattr(L, "ensure_context", lambda device=None: None)
+    k = object.__new__(rtc.Kernel)
+    k.handle = type("H", (), {"handle": 0x5000})()
+    k.name, k.device, k._occ, k._smem_limit = "stand-in", 0, {}, 48 * 1024
+    k._occ[(512, 0)] = 2  # an occupancy answer: not confused with the cluster one
+    assert k.max_active_clusters(4, 512) == 30
+    assert k.max_active_clusters(4, 512) == 30  # cached
+    assert drv.asked == [(("fn", 0x5000), 4, 512, 0, (4, 1, 1), 1)]
+    assert k.max_active_clusters(4, 1024) == 0  # the driver refused
+    assert k._occ[(512, 0)] == 2 and len(drv.asked) == 2
