@@ -542,6 +542,13 @@ def test_cluster_arch_matches_the_planner():
     assert len(bounds) == 3 and set(bounds) == {f"{major}{minor}0"}  # ctas, sync, store
 
 
+def test_cluster_slots_match_the_planner():
+    """The CUDA C shared slots of the cluster exchange hold planner.MAX_CLUSTER parts: a larger
+    planner bound without them would write past the slots."""
+    src = (Path(_norms.__file__).parent / "norms.cuh").read_text()
+    assert re.findall(r"constexpr int kMaxCluster = (\d+);", src) == [str(planner.MAX_CLUSTER)]
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("spec", [QUICK_SPECS[6], QUICK_SPECS[7]], ids=_spec_id)
 def test_row_barrier_has_the_cluster_branch_from_sm90(spec, arch):
