@@ -391,8 +391,9 @@ def run(args) -> int:
                         (
                             "shape",
                             [
-                                make_config(key, cols, *s, 1)
+                                dataclasses.replace(make_config(key, cols, *s, 1), prefetch=pf)
                                 for s in shapes(registry.itemsize(inp), cols, args.max_elts)
+                                for pf in ((False, True) if args.shape_prefetch else (False,))
                             ],
                         ),
                         ("capped", None),
@@ -498,6 +499,11 @@ def main() -> int:
     )
     p.add_argument("--max-elts", type=int, default=64, help="elements a thread holds, at most")
     p.add_argument("--top", type=int, default=3, help="shapes swept with register caps")
+    p.add_argument(
+        "--shape-prefetch",
+        action="store_true",
+        help="time every shape with the software pipeline too (not only the --top ones)",
+    )
     p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
     p.add_argument("--target-ms", type=float, default=12.0)
     p.add_argument("--time-budget", type=float, default=480.0, help="seconds")

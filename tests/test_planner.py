@@ -148,8 +148,8 @@ def test_multi_cta_rows_run_as_clusters_where_the_device_has_them():
     assert gspec.ctas_per_row == 16
     gplan = p.norm_plan(gspec, 64, 131072, hopper, 4, max_active_clusters=None)
     assert gplan.cluster == 1 and gplan.cooperative and gplan.barrier_bytes > 0
-    soft = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
-    sspec = p.softmax_spec(soft, 131072, 8, hopper)
+    soft = r.select_softmax("softmax_fwd", "scaled", "fp32", 131072)  # 4 CTAs of 32768 keys
+    sspec = p.softmax_spec(soft, 131072, 4, hopper)
     splan = p.softmax_plan(sspec, 96, 131072, hopper, 1, max_active_clusters=30)
     assert splan.cluster == sspec.ctas_per_row > 1 and not splan.cooperative
     assert splan.ctas_per_col == 30 and splan.barrier_bytes == 0
@@ -217,11 +217,13 @@ def test_softmax_plans():
 def test_measured_softmax_plans():
     """A measured entry timed at 131072 keys with 32768 a CTA: four CTAs a row there, two at
     40000 keys; its register cap is part of the kernel key."""
-    cfg = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
+    cfg = r.select_softmax("softmax_fwd", "scaled", "fp32", 131072)
     assert (cfg.keys, cfg.max_cols) == (131072, 32768)
-    spec = p.softmax_spec(cfg, 131072, 8, H200)
+    spec = p.softmax_spec(cfg, 131072, 4, H200)
     assert spec.ctas_per_row == 4 and spec.cols_per_row_pass == 131072
-    assert p.softmax_spec(cfg, 40000, 8, H200).ctas_per_row == 2
+    assert p.softmax_spec(cfg, 40000, 4, H200).ctas_per_row == 2
+    eight = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)  # run 82: 16384 a CTA
+    assert (eight.max_cols, p.softmax_spec(eight, 131072, 8, H200).ctas_per_row) == (16384, 8)
     capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 16384)
     assert capped.min_ctas_per_sm == 2
     cspec = p.softmax_spec(capped, 16384, 8, H200)
