@@ -8,8 +8,6 @@ gamma, the fused add of RMSNorm backward and bitwise-identical repeats.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -22,6 +20,7 @@ if not HAS_GPU or SIMULATOR:
 from numba import cuda  # noqa: E402
 
 from numba_norms import planner, registry  # noqa: E402
+from tests import test_numba_norms  # noqa: E402
 from tests.test_numba_norms import (  # noqa: E402
     MODULES,
     check_backward,
@@ -101,18 +100,13 @@ def test_rmsnorm_backward_with_add(cols, general, dtype):
     assert bplan.spec.config.fused_add
 
 
-@pytest.fixture(params=["cluster", "counter"])
-def row_sync(request, monkeypatch):
-    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
-    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
-    from tests import test_numba_norms
+# conftest's row_sync replaces the limits the shared launch helpers plan with
+ROW_SYNC_LIMITS = (test_numba_norms, "device_limits")
 
-    limits = device_limits()
-    if request.param == "cluster" and not limits.clusters:
-        pytest.skip("the device has no thread-block clusters")
-    limits = dataclasses.replace(limits, clusters=request.param == "cluster")
-    monkeypatch.setattr(test_numba_norms, "device_limits", lambda: limits)
-    return limits
+
+def _cluster(plan) -> int:
+    """The cluster size the plan should have under the limits in force."""
+    return planner.cluster_size(plan.ctas_per_row, test_numba_norms.device_limits())
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
@@ -131,7 +125,9 @@ def test_multi_cta_rows(monkeypatch, op, cols, general, dtype, row_sync):
     fplan, bplan = _fwd_bwd(op, SAME[dtype], rows, cols, general=general, zero_centered=True)
     for plan in (fplan, bplan):
         assert plan.ctas_per_row > 1
-        assert plan.cluster == planner.cluster_size(plan.ctas_per_row, row_sync)
+        assert plan.cluster == planner.cluster_size(
+            plan.ctas_per_row, test_numba_norms.device_limits()
+        )
         assert plan.cooperative == (plan.cluster == 1)
     mod = MODULES[op]
     assert mod.compile_forward(fplan.spec).cooperative
@@ -170,7 +166,9 @@ def test_multi_cta_several_row_trips(monkeypatch, row_sync):
     rows += -rows % 4  # TE's tuned entries want whole groups of 4 rows
     fplan, bplan = _fwd_bwd("layernorm", dtypes, rows, 65536, general=False, seed=4)
     assert not fplan.spec.general and fplan.ctas_per_row > 1 and fplan.row_iterations >= 3
-    assert fplan.cluster == planner.cluster_size(fplan.ctas_per_row, row_sync)
+    assert fplan.cluster == planner.cluster_size(
+        fplan.ctas_per_row, test_numba_norms.device_limits()
+    )
     assert bplan.ctas_per_row > 1 and bplan.row_iterations >= 2
 
 

@@ -8,7 +8,6 @@ bitwise-identical repeats.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import numpy as np
@@ -46,15 +45,7 @@ def _limits() -> planner.DeviceLimits:
 LIMITS = _limits()
 
 
-@pytest.fixture(params=["cluster", "counter"])
-def row_sync(request, monkeypatch):
-    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
-    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
-    if request.param == "cluster" and not LIMITS.clusters:
-        pytest.skip("the device has no thread-block clusters")
-    limits = dataclasses.replace(LIMITS, clusters=request.param == "cluster")
-    monkeypatch.setattr(sys.modules[__name__], "LIMITS", limits)
-    return request.param
+ROW_SYNC_LIMITS = (sys.modules[__name__], "LIMITS")  # what conftest's row_sync replaces
 
 
 def _shape(sk: int, variant: str) -> tuple[int, int, int]:

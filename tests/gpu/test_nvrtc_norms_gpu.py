@@ -11,7 +11,6 @@ zero-centered gamma, the fused add and bitwise reproducibility.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import numpy as np
@@ -297,15 +296,7 @@ def test_single_row_and_few_rows():
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["cluster", "counter"])
-def row_sync(request, monkeypatch):
-    """How the CTAs of a row meet: as a thread-block cluster (sm_90+) or through the counter
-    barrier of a cooperative launch (older devices; forced here by limits without clusters)."""
-    if request.param == "cluster" and not LIMITS.clusters:
-        pytest.skip("the device has no thread-block clusters")
-    limits = dataclasses.replace(LIMITS, clusters=request.param == "cluster")
-    monkeypatch.setattr(sys.modules[__name__], "LIMITS", limits)
-    return request.param
+ROW_SYNC_LIMITS = (sys.modules[__name__], "LIMITS")  # what conftest's row_sync replaces
 
 
 def _check_row_sync(plan, row_sync):
