@@ -125,9 +125,7 @@ def test_multi_cta_rows(monkeypatch, op, cols, general, dtype, row_sync):
     fplan, bplan = _fwd_bwd(op, SAME[dtype], rows, cols, general=general, zero_centered=True)
     for plan in (fplan, bplan):
         assert plan.ctas_per_row > 1
-        assert plan.cluster == planner.cluster_size(
-            plan.ctas_per_row, test_numba_norms.device_limits()
-        )
+        assert plan.cluster == _cluster(plan)
         assert plan.cooperative == (plan.cluster == 1)
     mod = MODULES[op]
     assert mod.compile_forward(fplan.spec).cooperative
@@ -166,9 +164,7 @@ def test_multi_cta_several_row_trips(monkeypatch, row_sync):
     rows += -rows % 4  # TE's tuned entries want whole groups of 4 rows
     fplan, bplan = _fwd_bwd("layernorm", dtypes, rows, 65536, general=False, seed=4)
     assert not fplan.spec.general and fplan.ctas_per_row > 1 and fplan.row_iterations >= 3
-    assert fplan.cluster == planner.cluster_size(
-        fplan.ctas_per_row, test_numba_norms.device_limits()
-    )
+    assert fplan.cluster == _cluster(fplan)
     assert bplan.ctas_per_row > 1 and bplan.row_iterations >= 2
 
 
