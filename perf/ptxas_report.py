@@ -2,8 +2,8 @@
 """Registers and spills of the norm kernels of both backends, from ptxas, without a GPU.
 
 NVRTC kernels: ``-Xptxas=-v`` through NVRTC. Numba kernels: their PTX (``compile_ptx``) through
-nvJitLink with ``-verbose``. Kernels with several CTAs a row call the cooperative-groups runtime
-and are skipped on the Numba side (nvJitLink would need libcudadevrt).
+nvJitLink with ``-verbose``; kernels with several CTAs a row call the cooperative-groups runtime,
+so libcudadevrt (numba-cuda's copy) is linked with them.
 
     python3 perf/ptxas_report.py [--ops ...] [--sizes ...] [--dtype bf16] [--alignment 256]
         [--backends nvrtc numba] [--arch sm_90]
@@ -38,6 +38,11 @@ def _nvjitlink_log(ptx: str, arch: str) -> str:
     try:
         data = ptx.encode()
         nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        if "cudaCG" in ptx:  # the grid sync of a cooperative launch
+            from numba.cuda.cudadrv.libs import get_cudalib
+
+            lib = get_cudalib("cudadevrt", static=True)
+            nvjitlink.add_file(handle, nvjitlink.InputType.LIBRARY, lib)
         nvjitlink.complete(handle)
         size = nvjitlink.get_info_log_size(handle)
         buf = bytearray(size)
@@ -79,19 +84,18 @@ def main() -> int:
     for op in args.ops:
         key = registry.NormKey(op, args.dtype, args.dtype, args.dtype)
         for cols in args.sizes:
-            cfg = registry.select_norm(key, cols, args.rows, args.alignment)
-            vec = planner.vector_elements(
-                [(args.alignment, registry.itemsize(args.dtype))], cfg.num_elts
-            )
-            spec = planner.norm_spec(cfg, cols, vec, limits)
-            shape = (
-                f"{cfg.kind[0]} {spec.ctas_per_row}/{cfg.warps_m}x{cfg.warps_n} "
-                f"{spec.num_elts}x{spec.ldgs} c{cfg.min_ctas_per_sm}{' pf' if cfg.prefetch else ''}"
-            )
             for backend in args.backends:
-                if backend == "numba" and spec.ctas_per_row > 1:
-                    print(f"{backend:7s} {op:14s} {cols:6d}  {shape:24s} (cooperative: skipped)")
-                    continue
+                # each backend's own choice (the Numba backend's measured entries included)
+                cfg = registry.select_norm(key, cols, args.rows, args.alignment, backend=backend)
+                vec = planner.vector_elements(
+                    [(args.alignment, registry.itemsize(args.dtype))], cfg.num_elts
+                )
+                spec = planner.norm_spec(cfg, cols, vec, limits)
+                pf = " pf" if cfg.prefetch else ""
+                shape = (
+                    f"{cfg.kind[0]} {spec.ctas_per_row}/{cfg.warps_m}x{cfg.warps_n} "
+                    f"{spec.num_elts}x{spec.ldgs} c{cfg.min_ctas_per_sm}{pf}"
+                )
                 log = (nvrtc_log if backend == "nvrtc" else numba_log)(spec, args.arch)
                 rows_kernels = [m for m in _PROPS.finditer(log) if "finalize" not in m.group(1)]
                 main_kernel = rows_kernels[0] if rows_kernels else None
