@@ -27,7 +27,9 @@ def main() -> int:
         side = sub.name.rstrip("0123456789")
         if side not in ("old", "new") or not (sub / "bench.csv").exists():
             continue
-        for row in csv.DictReader(open(sub / "bench.csv")):
+        with open(sub / "bench.csv", newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        for row in rows:
             if row["impl"] in ("nvrtc", "numba") and row["median_us"]:
                 key = (row["op"], row["dtype"], int(row["cols"]), row["impl"])
                 t[key][side].append(float(row["median_us"]))

@@ -33,6 +33,8 @@ def probe(label: str, cfg, cols: int, vec: int) -> None:
     threads = spec.threads
     c8 = k.max_active_clusters(8, threads, 0)
     err, fn = driver.cuKernelGetFunction(driver.CUkernel(int(k.handle.handle)))
+    if int(err) != 0:
+        raise RuntimeError(f"cuKernelGetFunction failed for {k.name}: {err!r}")
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
     (set_err,) = driver.cuFuncSetAttribute(fn, attr, 1)
     c16 = k.max_active_clusters(16, threads, 0)
