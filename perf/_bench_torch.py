@@ -227,6 +227,28 @@ def torch_function(case: Case) -> tuple[Callable[..., torch.Tensor], tuple[str, 
     return (lambda x: torch.softmax(x * SCALE, -1)), ("x",)
 
 
+def stream_runner(case: Case, sets: list[Tensors]) -> tuple[Runner, int]:
+    """(runner, bytes) of the streaming torch kernel that moves the op's big tensors and
+    nothing else: the ceiling of a kernel of this size (its launch, ramp and tail included),
+    where the 2 GiB copy is that of an endless one.
+
+    Forwards: ``x`` converted to the output dtype (a copy where they match; the mask of the
+    masked forward is left out); backwards: ``dy + x`` (norms) or ``dy + y`` (softmax), two
+    reads and one write of the input dtype, as ``dx``.
+    """
+    n = len(sets)
+    if case.is_backward:
+        other = "x" if case.is_norm else "y"
+        pairs = [(s["dy"], s[other]) for s in sets]
+        nbytes = 3 * case.elements * case.size
+        return (lambda i: torch.add(*pairs[i % n])), nbytes
+    xs = [s["x"] for s in sets]
+    if case.is_fp8:
+        fp8 = torch.float8_e4m3fn
+        return (lambda i: xs[i % n].to(fp8)), case.elements * (case.size + 1)
+    return (lambda i: xs[i % n].clone()), 2 * case.elements * case.size
+
+
 def liger_available() -> bool:
     try:
         import liger_kernel  # noqa: F401

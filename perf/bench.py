@@ -63,6 +63,7 @@ BENCH_FIELDS = META_FIELDS + [
     "op", "backend", "impl", "dtype", "rows", "cols", "extra", "median_us", "gbytes", "gbs",
     "pct_ceiling", "vs_torch",
     # beyond the issue's columns
+    "pct_stream",
     "check", "error", "first_ms", "sets", "reps", "p20_us", "p80_us", "loop_us", "host_us",
     "plan",
 ]  # fmt: skip
@@ -75,7 +76,7 @@ HOST_RESERVE_S = 10.0
 COMPILE_SIZES = (4096,)  # torch.compile rows only at these sizes (each costs 10-40 s)
 HOST_ROWS = (1, 8, 64)
 HOST_HIDDEN = 4096
-IMPL_ORDER = ("nvrtc", "numba", "torch", "torch_compile", "liger")
+IMPL_ORDER = ("nvrtc", "numba", "torch", "torch_compile", "liger", "stream")
 # Rough costs for --list's estimate (seconds).
 EST_NVRTC_KERNEL_S, EST_NUMBA_KERNEL_S, EST_MEASURE_S = 0.15, 1.2, 0.25
 
@@ -143,6 +144,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--no-liger", action="store_true", help="skip Liger-Kernel rows (norms; if importable)"
+    )
+    p.add_argument(
+        "--no-stream",
+        action="store_true",
+        help="skip the per-shape streaming reference (torch copy / add of the same tensors)",
     )
     p.add_argument("--no-jit", action="store_true", help="skip the JIT-cost subprocesses")
     p.add_argument("--no-host", action="store_true", help="skip the host-cost loops")
@@ -387,6 +393,28 @@ def measure_ceiling(run: Run, bt: Any) -> None:
     print(f"copy ceiling: {run.ceiling_gbs:.0f} GB/s (2 GiB dst.copy_(src), read + write)")
 
 
+def measure_stream(run: Run, bt: Any, case: Case, sets: list) -> dict[str, Any]:
+    """The shape's streaming reference (``bt.stream_runner``): GB/s over its own bytes."""
+    row: dict[str, Any] = dict(
+        run.meta, op=case.op, backend="torch", impl="stream", dtype=case.dtype, rows=case.rows,
+        cols=case.cols, extra=case.extra(), sets=len(sets), check="-",
+    )  # fmt: skip
+    run.begin(f"{case.op} {case.dtype} {case.label()} stream")
+    try:
+        fn, nbytes = bt.stream_runner(case, sets)
+        timing = bt.time_calls(fn, len(sets), target_ms=run.args.target_ms)
+        row.update(
+            gbytes=nbytes / 1e9, median_us=timing.median_us, p20_us=timing.p20_us,
+            p80_us=timing.p80_us, reps=timing.reps, loop_us=timing.loop_us,
+            host_us=timing.host_us,
+        )  # fmt: skip
+        row["gbs"] = nbytes / (timing.median_us * 1e-6) / 1e9
+        row["pct_ceiling"] = 100.0 * row["gbs"] / run.ceiling_gbs
+    except Exception as exc:
+        row["error"] = run.record_error(f"{case.op} {case.dtype} {case.label()} stream", exc)
+    return row
+
+
 def impls_for(run: Run, case: Case) -> list[str]:
     impls = [] if run.args.no_torch else ["torch"]
     impls += list(run.args.backend_list)
@@ -470,7 +498,13 @@ def run_case(run: Run, bt: Any, case: Case, deadline: float) -> None:
             print_row(row)
         torch.cuda.empty_cache()
         return
-    torch_gbs = None
+    torch_gbs = stream_gbs = None
+    if not run.args.no_stream:
+        row = measure_stream(run, bt, case, sets)
+        stream_gbs = row.get("gbs")
+        run.bench.write(row)
+        run.rows.append(row)
+        print_row(row)
     for impl in impls:
         if time.perf_counter() > deadline:
             run.skipped.append(f"{case.op} {case.dtype} {case.label()} {impl}")
@@ -480,6 +514,8 @@ def run_case(run: Run, bt: Any, case: Case, deadline: float) -> None:
             torch_gbs = row.get("gbs")
         elif torch_gbs and row.get("gbs"):
             row["vs_torch"] = row["gbs"] / torch_gbs
+        if stream_gbs and row.get("gbs"):
+            row["pct_stream"] = 100.0 * row["gbs"] / stream_gbs
         run.bench.write(row)
         run.rows.append(row)
         print_row(row)
@@ -558,7 +594,8 @@ def run_jit_section(run: Run) -> None:
 
 
 def _good(row: dict[str, Any]) -> bool:
-    return bool(row.get("gbs")) and not row.get("error") and row.get("check") == "ok"
+    checked = row.get("check") == "ok" or (row.get("impl") == "stream" and row.get("check") == "-")
+    return bool(row.get("gbs")) and not row.get("error") and checked
 
 
 def print_errors(run: Run) -> None:
@@ -588,10 +625,12 @@ def print_summary(run: Run) -> None:
     ours = [i for i in ("nvrtc", "numba") if i in impls]
     print(
         f"\nSUMMARY  copy ceiling {run.ceiling_gbs:.0f} GB/s; per impl the best shape's GB/s "
-        f"(% of ceiling) @ size; x torch = geometric mean over shapes of ours/torch"
+        f"(% of ceiling) @ size; x torch = geometric mean over shapes of ours/torch; "
+        f"%stream = lowest-highest % of the same shape's stream row"
     )
     head = f"{'op':<27} {'dt':<4} " + " ".join(f"{i:>22}" for i in impls)
     head += " " + " ".join(f"{i + ' x torch':>15}" for i in ours)
+    head += " " + " ".join(f"{i + ' %stream':>15}" for i in ours)
     print(head)
     keys = []
     for r in run.rows:
@@ -616,6 +655,10 @@ def print_summary(run: Run) -> None:
             ]
             geo = math.exp(sum(math.log(v) for v in vs) / len(vs)) if vs else None
             ratios.append(f"{geo:>15.2f}" if geo else f"{'-':>15}")
+        for impl in ours:
+            ps = [r["pct_stream"] for r in rows if r["impl"] == impl and _good(r)
+                  and r.get("pct_stream")]  # fmt: skip
+            ratios.append(f"{f'{min(ps):.0f}-{max(ps):.0f}':>15}" if ps else f"{'-':>15}")
         print(f"{op:<27} {dtype:<4} " + " ".join(cells) + " " + " ".join(ratios))
     print(f"(run took {run.elapsed():.0f} s)")
 

@@ -86,7 +86,7 @@ def main() -> int:
     b = torch.randn(args.hidden, device=dev).to(bf16)
     y, mu, rs = nn.layernorm_fwd(x, g, b, 1e-5)
     y, mu, rs = nn.layernorm_fwd(x, g, b, 1e-5)  # the second call is remembered
-    key = _fast._fwd_key("layernorm", x, g, b, False, None)
+    key = _fast._fwd_key("layernorm", x, g, b, False, None, None)[0]  # (key, ins, outs)
     entry = _fast._hit(_fast._fwd, key)
     if entry is None:
         print("layernorm_fwd was not remembered by the fast path", file=sys.stderr)
@@ -108,7 +108,7 @@ def main() -> int:
         "torch.empty(rows, f32)": lambda: torch.empty(rows, dtype=f32, device=dev),
         "3 x data_ptr()": lambda: (x.data_ptr(), g.data_ptr(), b.data_ptr()),
         "signature of x (dtype, shape, stride, device)": lambda: _fast._sig(x),
-        "fast-path key": lambda: _fast._fwd_key("layernorm", x, g, b, False, None),
+        "fast-path key": lambda: _fast._fwd_key("layernorm", x, g, b, False, None, None),
         "current raw stream": lambda: raw(0),
         "rtc.Launcher call (cuda.bindings)": lambda: fire(stream, *params),
         "pack + ctypes cuLaunchKernel": lambda: (
@@ -117,6 +117,9 @@ def main() -> int:
         ),
         "ctypes cuLaunchKernel alone": lambda: ct(stream),
         "numba_norms.layernorm_fwd (whole call)": lambda: nn.layernorm_fwd(x, g, b, 1e-5),
+        "numba_norms.layernorm_fwd, out= (whole call)": lambda: nn.layernorm_fwd(
+            x, g, b, 1e-5, out=(y, mu, rs)
+        ),
         "torch F.layer_norm (whole call)": lambda: F.layer_norm(x, (cols,), g, b, 1e-5),
     }
     rows_out = []

@@ -23,13 +23,14 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-IMPLS = ("nvrtc", "numba", "torch", "torch_compile", "liger")
+IMPLS = ("nvrtc", "numba", "torch", "torch_compile", "liger", "stream")
 LABELS = {
     "nvrtc": "numba-norms (NVRTC)",
     "numba": "numba-norms (Numba)",
     "torch": "torch eager",
     "torch_compile": "torch.compile",
     "liger": "Liger-Kernel",
+    "stream": "torch copy / add of the same tensors",
 }
 STYLE = {
     "nvrtc": ("tab:blue", "o", "-"),
@@ -37,6 +38,7 @@ STYLE = {
     "torch": ("tab:green", "^", "--"),
     "torch_compile": ("tab:purple", "v", ":"),
     "liger": ("tab:brown", "D", "-."),
+    "stream": ("tab:gray", ".", ":"),
 }
 
 Row = dict[str, str]
@@ -114,7 +116,9 @@ def plot_one(
         top = max([top, *ys])
         color, marker, line = STYLE[impl]
         ax.plot(xs, ys, color=color, marker=marker, linestyle=line, label=LABELS[impl])
-        bad = [(x, y) for x, y in zip(xs, ys, strict=True) if points[x].get("check") != "ok"]
+        bad = [
+            (x, y) for x, y in zip(xs, ys, strict=True) if points[x].get("check") not in ("ok", "-")
+        ]
         if bad:
             ax.scatter(
                 [b[0] for b in bad],
