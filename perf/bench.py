@@ -393,6 +393,16 @@ def measure_ceiling(run: Run, bt: Any) -> None:
     print(f"copy ceiling: {run.ceiling_gbs:.0f} GB/s (2 GiB dst.copy_(src), read + write)")
 
 
+def _put_timing(run: Run, row: dict[str, Any], timing: Any, nbytes: int) -> None:
+    """A timing's columns, and GB/s / % of the ceiling for ``nbytes`` a call."""
+    row.update(
+        median_us=timing.median_us, p20_us=timing.p20_us, p80_us=timing.p80_us,
+        reps=timing.reps, loop_us=timing.loop_us, host_us=timing.host_us,
+    )  # fmt: skip
+    row["gbs"] = nbytes / (timing.median_us * 1e-6) / 1e9
+    row["pct_ceiling"] = 100.0 * row["gbs"] / run.ceiling_gbs
+
+
 def measure_stream(run: Run, bt: Any, case: Case, sets: list) -> dict[str, Any]:
     """The shape's streaming reference (``bt.stream_runner``): GB/s over its own bytes."""
     row: dict[str, Any] = dict(
@@ -402,14 +412,8 @@ def measure_stream(run: Run, bt: Any, case: Case, sets: list) -> dict[str, Any]:
     run.begin(f"{case.op} {case.dtype} {case.label()} stream")
     try:
         fn, nbytes = bt.stream_runner(case, sets)
-        timing = bt.time_calls(fn, len(sets), target_ms=run.args.target_ms)
-        row.update(
-            gbytes=nbytes / 1e9, median_us=timing.median_us, p20_us=timing.p20_us,
-            p80_us=timing.p80_us, reps=timing.reps, loop_us=timing.loop_us,
-            host_us=timing.host_us,
-        )  # fmt: skip
-        row["gbs"] = nbytes / (timing.median_us * 1e-6) / 1e9
-        row["pct_ceiling"] = 100.0 * row["gbs"] / run.ceiling_gbs
+        row["gbytes"] = nbytes / 1e9
+        _put_timing(run, row, bt.time_calls(fn, len(sets), target_ms=run.args.target_ms), nbytes)
     except Exception as exc:
         row["error"] = run.record_error(f"{case.op} {case.dtype} {case.label()} stream", exc)
     return row
@@ -463,12 +467,7 @@ def measure(run: Run, bt: Any, case: Case, impl: str, sets: list, ref: dict) -> 
                 problems.append(problem)
             row["check"] = "fail: " + "; ".join(problems) if problems else "ok"
             timing = bt.time_calls(fn, n_sets, target_ms=run.args.target_ms)
-        row.update(
-            median_us=timing.median_us, p20_us=timing.p20_us, p80_us=timing.p80_us,
-            reps=timing.reps, loop_us=timing.loop_us, host_us=timing.host_us,
-        )  # fmt: skip
-        row["gbs"] = case.nbytes() / (timing.median_us * 1e-6) / 1e9
-        row["pct_ceiling"] = 100.0 * row["gbs"] / run.ceiling_gbs
+        _put_timing(run, row, timing, case.nbytes())
     except Exception as exc:
         row["error"] = run.record_error(f"{case.op} {case.dtype} {case.label()} {impl}", exc)
         row.setdefault("check", "not run")
