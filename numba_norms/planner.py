@@ -68,7 +68,8 @@ class DeviceLimits:
     blocks one after another, so an inter-CTA barrier would never open). ``dependent_launch``:
     the device can start a kernel before the previous one in its stream has finished
     (programmatic dependent launch, compute capability 9.0 and later). ``clusters``: it can
-    launch thread-block clusters (compute capability 9.0 and later).
+    launch thread-block clusters (compute capability 9.0 and later). ``max_grid_y``: the
+    largest grid y dimension (row groups of a launch; CUDA's limit is 65535).
     """
 
     sm_count: int
@@ -78,6 +79,7 @@ class DeviceLimits:
     max_ctas_per_row: int = 1 << 16
     dependent_launch: bool = False
     clusters: bool = False
+    max_grid_y: int = 65535
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -85,6 +87,8 @@ class DeviceLimits:
             raise ValueError(f"sm_count must be >= 1, got {self.sm_count}")
         if self.max_ctas_per_row < 1:
             raise ValueError("max_ctas_per_row must be >= 1")
+        if self.max_grid_y < 1:
+            raise ValueError(f"max_grid_y must be >= 1, got {self.max_grid_y}")
 
     @classmethod
     def simulator(cls) -> DeviceLimits:
@@ -149,6 +153,11 @@ class _RowSpec:
         """Columns covered by all CTAs of a row: the kernel handles rows up to this length."""
         return self.ctas_per_row * self.config.warps_n * WARP_SIZE * self.num_elts * self.ldgs
 
+    @property
+    def grid_of_rows(self) -> bool:
+        """Launch a row group per CTA instead of the persistent grid (NormConfig.grid)."""
+        return False
+
 
 @dataclass(frozen=True)
 class NormSpec(_RowSpec):
@@ -166,6 +175,12 @@ class NormSpec(_RowSpec):
         if not self.config.is_backward:
             return 0
         return 1 if self.config.is_rms else 2
+
+    @property
+    def grid_of_rows(self) -> bool:
+        """The entry asks for a row group per CTA and a row takes one CTA (a general entry's
+        longer rows take several: those keep the persistent grid)."""
+        return self.config.grid == "rows" and self.ctas_per_row == 1
 
     @property
     def kernel_key(self) -> tuple:
@@ -290,7 +305,9 @@ def row_plan(
     the row count too: idle CTAs only add dgamma/dbeta partial rows. Row groups launched as
     clusters (:func:`cluster_size`) number at most ``max_active_clusters`` (the driver's count
     for this kernel and cluster size; GPCs can leave SMs over), so that every group of the
-    persistent grid is resident at once; without it the occupancy's figure is used.
+    persistent grid is resident at once; without it the occupancy's figure is used. A spec with
+    ``grid_of_rows`` gets one row group per ``warps_m`` rows instead (at most
+    ``limits.max_grid_y``; its CTAs then loop over the rest as the persistent ones do).
     """
     if rows < 1 or cols < 1:
         raise PlanError(f"rows and cols must be >= 1, got {rows} x {cols}")
@@ -308,13 +325,15 @@ def row_plan(
     if ctas_per_row > resident:
         raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
     groups = resident // ctas_per_row
+    if spec.grid_of_rows:
+        groups = limits.max_grid_y
     cluster = cluster_size(ctas_per_row, limits)
     if cluster > 1 and max_active_clusters is not None:
         if max_active_clusters < 1:
             cluster = 1  # the driver cannot place such a cluster: the counter path
         else:
             groups = min(groups, max_active_clusters)
-    ctas_per_col = max(1, min(groups, math.ceil(rows / warps_m)))
+    ctas_per_col = max(1, min(groups, math.ceil(rows / warps_m), limits.max_grid_y))
     multi = ctas_per_row > 1
     counter = multi and cluster == 1
     cooperative = counter and limits.cooperative

@@ -34,6 +34,7 @@ from typing import TypeVar
 
 __all__ = [
     "DTYPE_SIZES",
+    "GRIDS",
     "NORM_OPS",
     "SOFTMAX_OPS",
     "SOFTMAX_VARIANTS",
@@ -51,6 +52,7 @@ __all__ = [
     "itemsize",
     "measured_configs",
     "narrow_general",
+    "vector_general",
     "norm_configs",
     "select_norm",
     "supported_norm_dtypes",
@@ -64,6 +66,10 @@ FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
 NORM_OPS = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
 KINDS = ("tuned", "general")
+# Launch grids of a norm kernel: "persistent" (TE's: as many row groups as can be resident, each
+# looping over rows) or "rows" (one CTA a row group, the block scheduler refills the SMs;
+# forwards of one CTA a row only: a backward CTA writes one dgamma partial row per CTA).
+GRIDS = ("persistent", "rows")
 
 # sm_80 / sm_90 limits (the register cap must describe a residency the SM can reach).
 MAX_THREADS_PER_BLOCK = 1024
@@ -141,6 +147,10 @@ class NormConfig:
         Issue the next row's loads before this row's reductions (a software pipeline; more
         registers). The NVRTC kernels follow it; the Numba kernels only where their register
         estimate fits under the cap (``backends/numba/_norms.py``).
+    grid : str
+        One of :data:`GRIDS`: ``"persistent"`` (resident row groups that loop over the rows) or
+        ``"rows"`` (a row group per CTA; forward ops only, applied where a row takes one CTA).
+        A launch parameter: the same compiled kernel serves both.
     """
 
     op: str
@@ -159,6 +169,7 @@ class NormConfig:
     origin: str = "te"
     min_ctas_per_sm: int = 1
     prefetch: bool = False
+    grid: str = "persistent"
 
     def __post_init__(self) -> None:
         if self.op not in NORM_OPS:
@@ -189,6 +200,13 @@ class NormConfig:
             )
         if self.kind == "general" and self.ctas_per_row != 1:
             raise ValueError("general entries have ctas_per_row == 1 (the planner sets it)")
+        if self.grid not in GRIDS:
+            raise ValueError(f"grid: expected one of {GRIDS}, got {self.grid!r}")
+        if self.grid == "rows" and (self.is_backward or self.ctas_per_row != 1):
+            raise ValueError(
+                "grid 'rows' needs a forward op with one CTA a row, got "
+                f"{self.op} with ctas_per_row {self.ctas_per_row}"
+            )
         if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
             raise ValueError(
                 f"bytes_per_ldg must be a power of two <= 16, got {self.bytes_per_ldg}"
@@ -244,11 +262,12 @@ class NormConfig:
         origin: str,
         min_ctas_per_sm: int = 1,
         prefetch: bool = False,
+        grid: str = "persistent",
     ) -> NormConfig:
         """A tuned entry for ``key`` made outside TE's table (measured or generated)."""
         return cls._made_for(
             "tuned", key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-            min_ctas_per_sm, prefetch,
+            min_ctas_per_sm, prefetch, grid,
         )  # fmt: skip
 
     @classmethod
@@ -263,18 +282,19 @@ class NormConfig:
         origin: str,
         min_ctas_per_sm: int = 1,
         prefetch: bool = False,
+        grid: str = "persistent",
     ) -> NormConfig:
         """A general entry for ``key`` made outside TE's table; one CTA covers ``hidden_size``
         columns."""
         return cls._made_for(
             "general", key, hidden_size, 1, warps_m, warps_n, bytes_per_ldg, origin,
-            min_ctas_per_sm, prefetch,
+            min_ctas_per_sm, prefetch, grid,
         )  # fmt: skip
 
     @classmethod
     def _made_for(
         cls, kind, key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-        min_ctas_per_sm, prefetch,
+        min_ctas_per_sm, prefetch, grid,
     ) -> NormConfig:  # fmt: skip
         return cls(
             op=key.op,
@@ -292,6 +312,7 @@ class NormConfig:
             origin=origin,
             min_ctas_per_sm=min_ctas_per_sm,
             prefetch=prefetch,
+            grid=grid,
         )
 
 
@@ -324,6 +345,7 @@ def _measured_from_json(raw: dict) -> NormConfig:
         origin="measured",
         min_ctas_per_sm=int(raw.get("min_ctas_per_sm", 1)),
         prefetch=bool(raw.get("prefetch", False)),
+        grid=raw.get("grid", "persistent"),
     )
 
 
@@ -568,6 +590,53 @@ def narrow_general(key: NormKey, cols: int, alignment: int) -> NormConfig | None
     return None
 
 
+# One-CTA general shapes for rows of 16-bit dtypes that take 16-byte vectors but no tuned entry
+# (a vector multiple no tile shape divides: 1000, say) and that TE's 1024-column general entry
+# (4 x 1 warps, 32 elements a thread) would serve, by backend and op: (warps_m, warps_n,
+# min_ctas_per_sm, prefetch). Each backend's fastest of a sweep at 1000 bf16 columns, rows 16384
+# (perf/results/2026-12-01-h200-run95, `tune_norms.py --general [--backend numba]`), against
+# TE's entry: NVRTC rmsnorm_fwd 1.03x, layernorm_fwd 1.18x, rmsnorm_bwd 1.08x, layernorm_bwd
+# 1.26x; Numba rmsnorm_fwd 1.07x, layernorm_fwd 1.25x (its backwards keep TE's: not swept).
+_VECTOR_GENERAL_COLS = (513, 1024)
+_VECTOR_GENERAL = {
+    "nvrtc": {
+        "rmsnorm_fwd": (4, 1, 3, True),
+        "layernorm_fwd": (4, 1, 1, True),
+        "rmsnorm_bwd": (2, 1, 6, True),
+        "layernorm_bwd": (1, 4, 8, True),
+    },
+    "numba": {
+        "rmsnorm_fwd": (1, 4, 8, False),
+        "layernorm_fwd": (4, 1, 8, False),
+    },
+}
+
+
+def vector_general(
+    key: NormKey, cols: int, alignment: int, backend: str | None = None
+) -> NormConfig | None:
+    """The measured one-CTA general entry (:data:`_VECTOR_GENERAL`) of ``backend`` (None: the
+    NVRTC one) for rows of ``cols`` taking 16-byte vectors, or None where it has none."""
+    lo, hi = _VECTOR_GENERAL_COLS
+    if alignment < TUNED_ALIGNMENT or itemsize(key.input) != 2 or not lo <= cols <= hi:
+        return None
+    shape = _VECTOR_GENERAL["numba" if backend == "numba" else "nvrtc"].get(key.op)
+    if shape is None:
+        return None
+    wm, wn, min_ctas, prefetch = shape
+    lanes = wn * WARP_SIZE * TUNED_ALIGNMENT // 2
+    return NormConfig.general_for(
+        key,
+        -(-cols // lanes) * lanes,  # one CTA covers the row
+        warps_m=wm,
+        warps_n=wn,
+        bytes_per_ldg=TUNED_ALIGNMENT,
+        origin="measured",
+        min_ctas_per_sm=min_ctas,
+        prefetch=prefetch,
+    )
+
+
 def select_norm(
     key: NormKey,
     cols: int,
@@ -595,7 +664,8 @@ def select_norm(
         Where TE registers no tuned kernel for ``cols``, generate one (:func:`generated_tuned`)
         under the same alignment and row-count conditions.
     measured : bool
-        False ignores the measured tables (:func:`measured_configs`, :func:`narrow_general`):
+        False ignores the measured tables (:func:`measured_configs`, :func:`narrow_general`,
+        :func:`vector_general`):
         TE's choice (tuners and tests compare against it).
     backend : str, optional
         The backend that will run it: its own measured entries (:data:`BACKEND_TABLES`) come
@@ -622,7 +692,9 @@ def select_norm(
             f"output={key.output}; supported (weight/input/output): {combos}"
         )
     if measured:
-        narrow = narrow_general(key, cols, alignment)
+        narrow = narrow_general(key, cols, alignment) or vector_general(
+            key, cols, alignment, backend
+        )
         if narrow is not None:
             return narrow
     for cfg in candidates:

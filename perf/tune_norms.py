@@ -11,9 +11,13 @@ Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_norms.json
 beat the baseline by more than ``--min-gain``, in ``numba_norms/data/measured_norms.json``'s
 format: copy it there after reading the CSV).
 
-``--general`` sweeps one-CTA general shapes instead, timed on rows of the given (odd) lengths,
-whose pitch allows only one-element accesses; the winners are read from ``tune.csv`` into
-``registry._NARROW_GENERAL`` (no JSON).
+``--general`` sweeps one-CTA general shapes instead, timed on rows of the given lengths: scalar
+accesses where the pitch allows only one element (odd lengths; winners go from ``tune.csv`` into
+``registry._NARROW_GENERAL`` by hand), 16-byte vectors where the row is a vector multiple that
+no tuned shape tiles (1000 in bf16; ``registry._VECTOR_GENERAL``). No JSON.
+
+``--grids persistent rows`` times each shape of a forward with one CTA a row on both launch
+grids (``NormConfig.grid``); a winner on the grid of all rows carries ``"grid": "rows"``.
 
 ``--backend numba`` times the Numba kernels instead (``--refine`` with NVRTC sweeps' CSVs: their
 fastest shapes are the candidates). Its baseline is what the Numba path runs now (the shared
@@ -71,6 +75,8 @@ def shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]
     """(ctas_per_row, warps_m, warps_n) tiling ``cols`` with 16-byte vectors."""
     v = 16 // in_size
     out = []
+    # 16 CTAs a row (the arrival counter: no portable cluster) ran 0.41-0.65x the best
+    # layernorm_bwd 32768 / 65536 shapes (run 95): not swept
     for ctas in (1, 2, 4, 8):
         if ctas > 1 and cols < 16384:
             continue
@@ -85,13 +91,22 @@ def shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]
     return out
 
 
-def general_shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]:
-    """(warps_m, warps_n, vectors a thread) of one-CTA general kernels for rows of ``cols`` whose
-    pitch allows only ``in_size``-byte accesses (the rows of an odd hidden size)."""
+def general_shapes(in_size: int, cols: int, max_elts: int, nbytes: int) -> list:
+    """(warps_m, warps_n, vectors a thread) of one-CTA general kernels for rows of ``cols``
+    accessed in ``nbytes``-byte vectors: scalar ones for the rows of an odd hidden size, 16-byte
+    ones for sizes that are vector multiples but no tile multiple (1000 in bf16, say). A shape
+    may leave at most one pass of vectors idle."""
+    v = nbytes // in_size
     out = []
     for wn in (1, 2, 4, 8, 16, 32):
-        ldgs = -(-cols // (wn * 32))
-        if not 4 <= ldgs <= max_elts or ldgs * wn * 32 - cols >= wn * 32:
+        lanes = wn * 32 * v
+        ldgs = -(-cols // lanes)
+        idle = ldgs * lanes - cols  # at most one pass idle; half of it where there is one pass
+        if (
+            ldgs * v > max_elts
+            or idle >= (lanes if ldgs > 1 else lanes // 2)
+            or (v == 1 and ldgs < 4)
+        ):
             continue
         for wm in (1, 2, 4):
             if wm * wn <= 32:
@@ -99,17 +114,31 @@ def general_shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, in
     return out
 
 
-def make_general(key: registry.NormKey, wm: int, wn: int, ldgs: int, in_size: int):
-    """A general entry whose one CTA covers ``wn * 32 * ldgs`` columns with scalar accesses."""
+def make_general(key: registry.NormKey, wm: int, wn: int, ldgs: int, nbytes: int):
+    """A general entry whose one CTA covers ``wn * 32 * ldgs`` vectors of ``nbytes``."""
     return registry.NormConfig.general_for(
-        key, wn * 32 * ldgs, warps_m=wm, warps_n=wn, bytes_per_ldg=in_size, origin="measured"
+        key,
+        wn * 32 * ldgs * (nbytes // registry.itemsize(key.input)),
+        warps_m=wm,
+        warps_n=wn,
+        bytes_per_ldg=nbytes,
+        origin="measured",
     )
 
 
-def make_config(key: registry.NormKey, cols: int, ctas: int, wm: int, wn: int, mc: int):
+def make_config(
+    key: registry.NormKey, cols: int, ctas: int, wm: int, wn: int, mc: int, grid="persistent"
+):
     return registry.NormConfig.tuned_for(
-        key, cols, ctas_per_row=ctas, warps_m=wm, warps_n=wn, origin="measured", min_ctas_per_sm=mc
-    )
+        key, cols, ctas_per_row=ctas, warps_m=wm, warps_n=wn, origin="measured",
+        min_ctas_per_sm=mc, grid=grid,
+    )  # fmt: skip
+
+
+def grids_for(key: registry.NormKey, ctas: int, grids: list[str]) -> list[str]:
+    """The launch grids (NormConfig.grid) to time a shape on: the grid of all rows only for
+    forwards of one CTA a row."""
+    return [g for g in grids if g == "persistent" or (not key.op.endswith("_bwd") and ctas == 1)]
 
 
 PREFETCH = (False, True)
@@ -140,6 +169,7 @@ def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) 
     seen, out = set(), []
     for r in rows:
         shape = tuple(int(r[f]) for f in ("ctas_per_row", "warps_m", "warps_n", "min_ctas_per_sm"))
+        shape += (r.get("row_grid") or "persistent",)
         if shape in seen:
             continue
         seen.add(shape)
@@ -164,12 +194,14 @@ def shape_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -
     out: list = []
     for r in rows:
         shape = tuple(int(r[f]) for f in ("ctas_per_row", "warps_m", "warps_n"))
-        if shape in shapes_seen:
+        grid = r.get("row_grid") or "persistent"
+        if (shape, grid) in shapes_seen:
             continue
-        shapes_seen.add(shape)
+        shapes_seen.add((shape, grid))
         best = (int(r["min_ctas_per_sm"]), bool(int(r.get("prefetch") or 0)))
         for cap, pf in dict.fromkeys((best, (1, False), (1, True))):
-            out.append(dataclasses.replace(make_config(key, cols, *shape, cap), prefetch=pf))
+            cfg = make_config(key, cols, *shape, cap, grid)
+            out.append(dataclasses.replace(cfg, prefetch=pf))
         if len(shapes_seen) == top:
             break
     return out
@@ -261,6 +293,7 @@ def run(args) -> int:
         "warps_n",
         "min_ctas_per_sm",
         "prefetch",
+        "row_grid",
         "elts_per_thread",
         "regs",
         "occupancy",
@@ -304,6 +337,7 @@ def run(args) -> int:
                 warps_n=cfg.warps_n,
                 min_ctas_per_sm=cfg.min_ctas_per_sm,
                 prefetch=int(cfg.prefetch),
+                row_grid=cfg.grid,
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts,
                 regs=main.num_regs,
                 occupancy=main.occupancy(plan.spec.threads, 0),
@@ -376,12 +410,14 @@ def run(args) -> int:
                     stages = [("refine", [c for c in cands if c != base_cfg])]
                 elif args.general:
                     size = registry.itemsize(inp)
+                    # rows of a vector multiple take 16-byte vectors, others one element
+                    nbytes = 16 if cols * size % 16 == 0 else size
                     stages = [
                         (
                             "general",
                             [
-                                make_general(key, *s, size)
-                                for s in general_shapes(size, cols, args.max_elts)
+                                make_general(key, *s, nbytes)
+                                for s in general_shapes(size, cols, args.max_elts, nbytes)
                             ],
                         ),
                         ("capped", None),
@@ -391,8 +427,9 @@ def run(args) -> int:
                         (
                             "shape",
                             [
-                                dataclasses.replace(make_config(key, cols, *s, 1), prefetch=pf)
+                                dataclasses.replace(make_config(key, cols, *s, 1, g), prefetch=pf)
                                 for s in shapes(registry.itemsize(inp), cols, args.max_elts)
+                                for g in grids_for(key, s[0], args.grids)
                                 for pf in ((False, True) if args.shape_prefetch else (False,))
                             ],
                         ),
@@ -424,7 +461,8 @@ def run(args) -> int:
                     f"{combo:8s} {op:14s} {cols:6d}: baseline {base_row['gbs']:7.1f} GB/s "
                     f"({base_cfg.ctas_per_row}/{base_cfg.warps_m}x{base_cfg.warps_n}) best "
                     f"{brow['gbs']:7.1f} ({best.ctas_per_row}/{best.warps_m}x{best.warps_n}"
-                    f"/min{best.min_ctas_per_sm}{'/pf' if best.prefetch else ''}, "
+                    f"/min{best.min_ctas_per_sm}{'/pf' if best.prefetch else ''}"
+                    f"{'/rows' if best.grid == 'rows' else ''}, "
                     f"{brow['regs']} regs) x{gain:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
                     flush=True,
@@ -444,6 +482,7 @@ def run(args) -> int:
                             bytes_per_ldg=16,
                             min_ctas_per_sm=best.min_ctas_per_sm,
                             prefetch=best.prefetch,
+                            **({} if best.grid == "persistent" else {"grid": best.grid}),
                             gbs=brow["gbs"],
                             baseline_gbs=base_row["gbs"],
                             baseline=f"{base_cfg.origin} {base_cfg.ctas_per_row}/"
@@ -503,6 +542,14 @@ def main() -> int:
         "--shape-prefetch",
         action="store_true",
         help="time every shape with the software pipeline too (not only the --top ones)",
+    )
+    p.add_argument(
+        "--grids",
+        nargs="+",
+        default=["persistent"],
+        choices=registry.GRIDS,
+        help="launch grids to time each shape on (NormConfig.grid; 'rows' for forwards of one "
+        "CTA a row)",
     )
     p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
     p.add_argument("--target-ms", type=float, default=12.0)

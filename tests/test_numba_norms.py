@@ -14,6 +14,7 @@ The helpers here are shared with ``tests/gpu/test_numba_norms_gpu.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -367,6 +368,29 @@ def test_several_row_trips_per_cta():
 
 
 @needs_sim
+@pytest.mark.parametrize("max_grid_y", [65535, 2])
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_grid_of_rows(monkeypatch, op, max_grid_y):
+    """A forward entry with grid "rows": a row group of 2 rows per CTA (11 rows: 6 CTAs, the
+    last half empty), and, where the grid's y limit is 2, CTAs looping over 3 trips."""
+    dtypes = ("bf16", "bf16", "bf16")
+    key = registry.NormKey(f"{op}_fwd", *dtypes)
+    cfg = registry.NormConfig.tuned_for(
+        key, 256, ctas_per_row=1, warps_m=2, warps_n=1, origin="measured", prefetch=True,
+        grid="rows",
+    )  # fmt: skip
+    limits = dataclasses.replace(planner.DeviceLimits.simulator(), max_grid_y=max_grid_y)
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    monkeypatch.setattr(planner.DeviceLimits, "simulator", classmethod(lambda cls: limits))
+    x, g, b, _ = inputs(11, 256, dtypes, 21)
+    y, mu, rs, plan = run_forward(op, dtypes, x, g, b, general=False)
+    assert plan.spec.config is cfg and plan.spec.grid_of_rows
+    assert plan.grid == (1, min(6, max_grid_y), 1)
+    assert plan.row_iterations == (1 if max_grid_y > 6 else 3)
+    check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+
+
+@needs_sim
 def test_column_counts_match_brute_force():
     # the general kernels' element counts (used by Chan's combination) for several CTAs a row
     rng = np.random.default_rng(0)
@@ -696,6 +720,19 @@ def test_ptx_narrow_general_kernels(op, cols, fused_add):
     assert spec.ctas_per_row == 1 and spec.num_elts == 1
     ptx = compile_ptx(spec)
     assert "cudaCG" not in ptx and "ld.global.nc.u16" in ptx
+
+
+@needs_compiler
+@pytest.mark.parametrize("op", sorted(registry._VECTOR_GENERAL["numba"]))
+def test_ptx_vector_general_kernels(op):
+    """Numba's measured one-CTA shapes for 16-byte-aligned rows without a tuned entry."""
+    key = registry.NormKey(op, *BF16)
+    cfg = registry.select_norm(key, 1000, 16384, 16, backend="numba")
+    assert cfg.origin == "measured" and cfg.kind == "general"
+    spec = planner.norm_spec(cfg, 1000, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    assert spec.ctas_per_row == 1 and spec.num_elts == 8
+    ptx = compile_ptx(spec)
+    assert "cudaCG" not in ptx and "ld.global.nc.v4" in ptx
 
 
 @needs_sim

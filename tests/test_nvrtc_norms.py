@@ -123,6 +123,22 @@ def _narrow_specs() -> list[NormSpec]:
 NARROW_SPECS = _narrow_specs()
 
 
+def _vector_specs() -> list[NormSpec]:
+    """The measured one-CTA general entries of 16-byte-aligned rows without a tuned entry
+    (registry._VECTOR_GENERAL, NVRTC's), at the size they were measured at and the fused add."""
+    keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
+    keys.append(registry.NormKey("rmsnorm_bwd", "fp16", "fp16", "fp16", True))
+    out = []
+    for key in keys:
+        cfg = registry.select_norm(key, 1000, 16384, 16, backend="nvrtc")
+        assert cfg.origin == "measured" and cfg.kind == "general" and cfg.num_elts == 8
+        out.append(norm_spec(cfg, 1000, cfg.num_elts, H200))
+    return out
+
+
+VECTOR_SPECS = _vector_specs()
+
+
 def _spec_id(spec: NormSpec) -> str:
     c = spec.config
     dt = "-".join(dict.fromkeys((c.weight, c.input, c.output)))
@@ -246,6 +262,17 @@ def test_compile_narrow_general(spec):
 
 @pytest.mark.parametrize("spec", NARROW_SPECS[3:6], ids=_spec_id)
 def test_compile_narrow_general_sm80(spec):
+    _check_module(spec, _compile(spec, "sm_80"), "sm_80")
+
+
+@pytest.mark.parametrize("spec", VECTOR_SPECS, ids=_spec_id)
+def test_compile_vector_general(spec):
+    assert spec.ctas_per_row == 1 and spec.general
+    _check_module(spec, _compile(spec, "sm_90"), "sm_90")
+
+
+@pytest.mark.parametrize("spec", VECTOR_SPECS[::2], ids=_spec_id)
+def test_compile_vector_general_sm80(spec):
     _check_module(spec, _compile(spec, "sm_80"), "sm_80")
 
 

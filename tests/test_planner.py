@@ -36,6 +36,38 @@ def test_tuned_single_cta_forward():
     assert p.norm_plan(spec, 100, 4096, H200, 8).ctas_per_col == 100
 
 
+def test_grid_of_rows_gives_a_row_group_per_cta():
+    persistent = r.NormConfig.tuned_for(
+        FWD, 4096, ctas_per_row=1, warps_m=2, warps_n=2, origin="measured", min_ctas_per_sm=8
+    )
+    cfg = dataclasses.replace(persistent, grid="rows")
+    spec = p.norm_spec(cfg, 4096, 8, H200)
+    assert spec.grid_of_rows and not p.norm_spec(persistent, 4096, 8, H200).grid_of_rows
+    plan = p.norm_plan(spec, 16384, 4096, H200, 8)
+    assert plan.grid == (1, 8192, 1) and plan.row_iterations == 1  # 2 rows a CTA
+    assert plan.scratch_bytes == 0 and not plan.cooperative
+    assert p.norm_plan(spec, 7, 4096, H200, 8).ctas_per_col == 4
+    # the persistent grid of the same kernel: the resident CTAs loop over the rows
+    assert p.norm_plan(p.norm_spec(persistent, 4096, 8, H200), 16384, 4096, H200, 8).grid == (
+        1, 1056, 1,
+    )  # fmt: skip
+    # past the grid's y limit the CTAs loop, as persistent ones do
+    big = p.norm_plan(spec, 300000, 4096, H200, 8)
+    assert big.ctas_per_col == 65535 and big.row_iterations == 3
+    small_y = dataclasses.replace(H200, max_grid_y=100)
+    assert p.norm_plan(spec, 16384, 4096, small_y, 8).ctas_per_col == 100
+    # a general entry's rows longer than one CTA covers keep the persistent grid
+    gen = r.NormConfig.general_for(
+        FWD, 1024, warps_m=1, warps_n=4, bytes_per_ldg=16, origin="measured", grid="rows"
+    )
+    assert p.norm_spec(gen, 1000, 8, H200).grid_of_rows
+    long_rows = p.norm_spec(gen, 3000, 8, H200)
+    assert long_rows.ctas_per_row == 3 and not long_rows.grid_of_rows
+    assert p.norm_plan(long_rows, 16384, 3000, H200, 8).ctas_per_col == 132 * 8 // 3
+    with pytest.raises(ValueError, match="max_grid_y"):
+        p.DeviceLimits(sm_count=132, max_grid_y=0)
+
+
 def test_tuned_multi_cta_forward_is_cooperative_with_barrier_and_stats():
     cfg = r.select_norm(FWD, 65536, 16384, 256, measured=False)
     assert cfg.ctas_per_row == 8

@@ -122,6 +122,9 @@ def test_numba_softmax_entries_replace_shared_ones_of_their_length():
         (dict(warps_n=0), "warps_n must be >= 1"),
         (dict(input="fp8e4m3"), "cannot be fp8"),
         (dict(fused_add=True), "fused_add exists only"),
+        (dict(grid="blocks"), "grid: expected one of"),
+        (dict(op="layernorm_bwd", bytes_per_ldg_final=4, grid="rows"), "grid 'rows' needs"),
+        (dict(ctas_per_row=2, grid="rows"), "grid 'rows' needs"),
     ],
 )
 def test_invalid_entries_are_rejected(changes, message):
@@ -311,3 +314,55 @@ def test_narrow_table_leaves_other_rows_to_te():
     assert r.narrow_general(BF16, 5003, 16) is None  # 16-byte vectors: TE's general entries
     assert r.select_norm(BF16, 1000, 16384, 2).origin == "te"  # short rows: not measured
     assert r.select_norm(BF16, 16385, 16384, 2).origin == "te"  # long rows: several CTAs
+
+
+def test_measured_entries_carry_their_grid():
+    raw = dict(
+        op="rmsnorm_fwd", hidden_size=4096, weight="bf16", input="bf16", output="bf16",
+        ctas_per_row=1, warps_m=1, warps_n=2, bytes_per_ldg=16, min_ctas_per_sm=8, prefetch=True,
+    )  # fmt: skip
+    assert r._measured_from_json(raw).grid == "persistent"  # entries written before the field
+    cfg = r._measured_from_json(dict(raw, grid="rows"))
+    assert (cfg.grid, cfg.warps_n, cfg.min_ctas_per_sm, cfg.prefetch) == ("rows", 2, 8, True)
+    assert all(c.grid in r.GRIDS for c in r.measured_configs() + r.measured_configs("numba"))
+    assert not any(c.grid == "rows" for c in r.measured_configs() if c.is_backward)
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "numba"])
+def test_vector_rows_without_a_tuned_entry_take_the_measured_one_cta_shapes(backend):
+    # 1000 bf16 columns: 16-byte vectors (125 a row) but no tile shape divides them
+    table = r._VECTOR_GENERAL[backend]
+    for op in r.NORM_OPS:
+        for add in (False, True) if op == "rmsnorm_bwd" else (False,):
+            key = r.NormKey(op, "bf16", "bf16", "bf16", add)
+            te = r.select_norm(key, 1000, 16384, 16, measured=False)
+            for cols, rows in ((1000, 16384), (1000, 6), (520, 16384), (1016, 16384)):
+                cfg = r.select_norm(key, cols, rows, 16, backend=backend)
+                if op not in table:  # not swept on this backend: TE's entry
+                    assert cfg == r.select_norm(key, cols, rows, 16, measured=False)
+                    continue
+                wm, wn, min_ctas, prefetch = table[op]
+                assert (cfg.kind, cfg.origin, cfg.bytes_per_ldg) == ("general", "measured", 16)
+                assert (cfg.warps_m, cfg.warps_n, cfg.min_ctas_per_sm, cfg.prefetch) == (
+                    wm, wn, min_ctas, prefetch,
+                )  # fmt: skip
+                assert cfg.fused_add == add
+                # one CTA covers the row, with less than one pass of vectors to spare
+                assert cols <= cfg.hidden_size < cols + wn * 32 * 8
+            assert te.origin == "te" and (te.warps_m, te.warps_n) == (4, 1)
+
+
+def test_vector_table_leaves_other_rows_alone():
+    key = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
+    assert r.vector_general(key, 1000, 8) is None  # 8-byte vectors only
+    assert r.vector_general(key, 512, 16) is None  # TE's 512-column entry's rows
+    assert r.vector_general(key, 1032, 16) is None  # past TE's 1024-column entry
+    fp32 = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
+    assert r.vector_general(fp32, 1000, 16) is None  # measured on 16-bit rows only
+    assert r.select_norm(fp32, 1000, 16384, 16).origin == "te"
+    # tuned sizes keep their tuned entries
+    assert r.select_norm(key, 1024, 16384, 16).kind == "tuned"
+    assert r.select_norm(key, 768, 16384, 16).kind == "tuned"
+    # a misaligned view of 1000 columns (2-byte pitch): TE's general entry (the narrow table
+    # starts at 1025 columns)
+    assert r.select_norm(key, 1000, 16384, 2).origin == "te"

@@ -51,7 +51,8 @@ def _run(backend, cfg):
         api.check_rmsnorm(backend, rows, cols, *dtypes)
     plans = [p for p in dispatch._plan_cache.values() if p.spec.config == cfg]
     assert plans, f"the measured entry was not used: {cfg}"
-    assert plans[0].row_iterations >= 2 or backend == "numba"
+    # a grid of all rows gives each CTA one trip: the pipeline has no next row to load
+    assert plans[0].row_iterations >= 2 or backend == "numba" or plans[0].spec.grid_of_rows
 
 
 def _id(c) -> str:
