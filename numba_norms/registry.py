@@ -594,20 +594,22 @@ def narrow_general(key: NormKey, cols: int, alignment: int) -> NormConfig | None
 # (a vector multiple no tile shape divides: 1000, say) and that TE's 1024-column general entry
 # (4 x 1 warps, 32 elements a thread) would serve, by backend and op: (warps_m, warps_n,
 # min_ctas_per_sm, prefetch). Each backend's fastest of a sweep at 1000 bf16 columns, rows 16384
-# (perf/results/2026-12-01-h200-run95, `tune_norms.py --general [--backend numba]`), against
-# TE's entry: NVRTC rmsnorm_fwd 1.03x, layernorm_fwd 1.18x, rmsnorm_bwd 1.08x, layernorm_bwd
-# 1.26x; Numba rmsnorm_fwd 1.07x, layernorm_fwd 1.25x (its backwards keep TE's: not swept).
+# (`tune_norms.py --general [--backend numba]`; NVRTC and Numba forwards run 95, Numba backwards
+# run 96), against TE's entry: NVRTC layernorm_fwd 1.18x, layernorm_bwd 1.26x; Numba
+# rmsnorm_fwd 1.07x, layernorm_fwd 1.25x, rmsnorm_bwd 1.66x, layernorm_bwd 1.91x. Same-run A/B
+# (run 96, bf16 / fp16): NVRTC layernorm 1.15-1.30x, Numba forwards 1.06-1.49x. NVRTC's RMSNorm
+# winners (1.02 / 1.07x in bf16) ran 0.93 / 0.94x in fp16 there: TE's entry serves.
 _VECTOR_GENERAL_COLS = (513, 1024)
 _VECTOR_GENERAL = {
     "nvrtc": {
-        "rmsnorm_fwd": (4, 1, 3, True),
         "layernorm_fwd": (4, 1, 1, True),
-        "rmsnorm_bwd": (2, 1, 6, True),
         "layernorm_bwd": (1, 4, 8, True),
     },
     "numba": {
         "rmsnorm_fwd": (1, 4, 8, False),
         "layernorm_fwd": (4, 1, 8, False),
+        "rmsnorm_bwd": (1, 4, 8, False),
+        "layernorm_bwd": (1, 4, 8, False),
     },
 }
 

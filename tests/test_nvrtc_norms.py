@@ -127,9 +127,11 @@ def _vector_specs() -> list[NormSpec]:
     """The measured one-CTA general entries of 16-byte-aligned rows without a tuned entry
     (registry._VECTOR_GENERAL, NVRTC's), at the size they were measured at and the fused add."""
     keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
-    keys.append(registry.NormKey("rmsnorm_bwd", "fp16", "fp16", "fp16", True))
+    keys.append(registry.NormKey("layernorm_bwd", "fp16", "fp16", "fp16"))
     out = []
     for key in keys:
+        if key.op not in registry._VECTOR_GENERAL["nvrtc"]:
+            continue
         cfg = registry.select_norm(key, 1000, 16384, 16, backend="nvrtc")
         assert cfg.origin == "measured" and cfg.kind == "general" and cfg.num_elts == 8
         out.append(norm_spec(cfg, 1000, cfg.num_elts, H200))

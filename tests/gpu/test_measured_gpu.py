@@ -79,3 +79,37 @@ def test_numba_own_entry(monkeypatch, cfg):
     reference's numbers with it."""
     monkeypatch.setenv("DISABLE_NVRTC", "1")
     _run("numba", cfg)
+
+
+_VECTOR = [
+    (backend, op, dt)
+    for backend, table in registry._VECTOR_GENERAL.items()
+    for op in table
+    for dt in ("bf16", "fp16")
+]
+
+
+@pytest.mark.parametrize(("backend", "op", "dtype"), _VECTOR, ids=lambda v: str(v))
+def test_vector_general_entry(monkeypatch, backend, op, dtype):
+    """registry._VECTOR_GENERAL's shapes at 1000 columns, with a few more rows than the resident
+    CTAs hold (several row trips: the pipelined ones prefetch the next row)."""
+    if backend == "numba":
+        monkeypatch.setenv("DISABLE_NVRTC", "1")
+    else:
+        monkeypatch.delenv("DISABLE_NVRTC", raising=False)
+    key = registry.NormKey(op, dtype, dtype, dtype)
+    cfg = registry.select_norm(key, 1000, 4, 16, backend=backend)
+    assert cfg.origin == "measured" and cfg.kind == "general"
+    limits = dispatch.device_limits(None)
+    spec = planner.norm_spec(cfg, 1000, cfg.num_elts, limits)
+    mod = dispatch.backend_module(backend, op.split("_")[0])
+    occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
+    rows = limits.sm_count * occ * cfg.warps_m + 6
+    dispatch._plan_cache.clear()
+    if op.startswith("layernorm"):
+        api.check_layernorm(backend, rows, 1000, dtype, dtype, dtype)
+    else:
+        api.check_rmsnorm(backend, rows, 1000, dtype, dtype, dtype)
+    plans = [p for p in dispatch._plan_cache.values() if p.spec.config == cfg]
+    assert plans, f"the vector-general entry was not used: {cfg}"
+    assert plans[0].row_iterations >= 2
