@@ -44,8 +44,19 @@ def _time(fn, calls: int, repeats: int, sync) -> float:
     return statistics.median(out)
 
 
-def _ctypes_launch(launcher):
-    """A launch of ``launcher``'s kernel and parameter block through ctypes and libcuda."""
+def _function_of(launcher) -> int:
+    """The ``CUfunction`` (current context) of ``launcher``'s ``CUkernel``."""
+    from cuda.bindings import driver
+
+    err, fn = driver.cuKernelGetFunction(driver.CUkernel(launcher._fn))
+    if int(err):
+        raise RuntimeError(f"cuKernelGetFunction: {err}")
+    return int(fn)
+
+
+def _ctypes_launch(launcher, fn: int | None = None):
+    """A launch of ``launcher``'s kernel (or the function ``fn``) and parameter block through
+    ctypes and libcuda."""
     lib = ctypes.CDLL("libcuda.so.1")
     f = lib.cuLaunchKernel
     u = ctypes.c_uint
@@ -53,7 +64,7 @@ def _ctypes_launch(launcher):
                   ctypes.c_void_p]  # fmt: skip
     f.restype = ctypes.c_int
     (gx, gy, gz), (bx, by, bz) = launcher._grid, launcher._block
-    fn, smem, addr = launcher._fn, launcher._smem, launcher._addr
+    fn, smem, addr = fn or launcher._fn, launcher._smem, launcher._addr
 
     def launch(stream: int) -> None:
         err = f(fn, gx, gy, gz, bx, by, bz, smem, stream, addr, None)
@@ -76,6 +87,7 @@ def main() -> int:
     import torch.nn.functional as F
 
     import numba_norms as nn
+    import rtc
     from numba_norms.ops import _fast
 
     os.environ.pop("DISABLE_NVRTC", None)
@@ -101,6 +113,13 @@ def main() -> int:
     )  # fmt: skip
     fire(stream, *params)
     ct = _ctypes_launch(fire)
+    # the same kernel as a CUfunction of this context (rtc.Kernel hands the launcher the
+    # context-independent CUkernel, which the driver resolves at each launch)
+    cufn = _function_of(fire)
+    ct_fn = _ctypes_launch(fire, cufn)
+    fire_fn = rtc.Launcher(cufn, fire._grid, fire._block, fire.params, shared_mem=fire._smem,
+                           programmatic=fire._dep, device=0)  # fmt: skip
+    fire_fn(stream, *params)
     sync = torch.cuda.synchronize
 
     parts = {
@@ -116,6 +135,8 @@ def main() -> int:
             ct(stream),
         ),
         "ctypes cuLaunchKernel alone": lambda: ct(stream),
+        "ctypes cuLaunchKernel alone, CUfunction": lambda: ct_fn(stream),
+        "rtc.Launcher call, CUfunction": lambda: fire_fn(stream, *params),
         "numba_norms.layernorm_fwd (whole call)": lambda: nn.layernorm_fwd(x, g, b, 1e-5),
         "numba_norms.layernorm_fwd, out= (whole call)": lambda: nn.layernorm_fwd(
             x, g, b, 1e-5, out=(y, mu, rs)
