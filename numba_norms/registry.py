@@ -576,18 +576,25 @@ def narrow_general(key: NormKey, cols: int, alignment: int) -> NormConfig | None
     nbytes = max(size, alignment)
     for upto, wm, wn, min_ctas, prefetch in _NARROW_GENERAL[key.op]:
         if cols <= upto:
-            lanes = wn * WARP_SIZE * (nbytes // size)
-            return NormConfig.general_for(
-                key,
-                -(-cols // lanes) * lanes,  # one CTA covers the row
-                warps_m=wm,
-                warps_n=wn,
-                bytes_per_ldg=nbytes,
-                origin="measured",
-                min_ctas_per_sm=min_ctas,
-                prefetch=prefetch,
-            )
+            return _one_cta_general(key, cols, nbytes, wm, wn, min_ctas, prefetch)
     return None
+
+
+def _one_cta_general(
+    key: NormKey, cols: int, nbytes: int, wm: int, wn: int, min_ctas: int, prefetch: bool
+) -> NormConfig:
+    """A measured general entry of ``nbytes``-byte vectors whose one CTA covers ``cols``."""
+    lanes = wn * WARP_SIZE * (nbytes // itemsize(key.input))
+    return NormConfig.general_for(
+        key,
+        -(-cols // lanes) * lanes,  # less than one pass of vectors to spare
+        warps_m=wm,
+        warps_n=wn,
+        bytes_per_ldg=nbytes,
+        origin="measured",
+        min_ctas_per_sm=min_ctas,
+        prefetch=prefetch,
+    )
 
 
 # One-CTA general shapes for rows of 16-bit dtypes that take 16-byte vectors but no tuned entry
@@ -625,18 +632,7 @@ def vector_general(
     shape = _VECTOR_GENERAL["numba" if backend == "numba" else "nvrtc"].get(key.op)
     if shape is None:
         return None
-    wm, wn, min_ctas, prefetch = shape
-    lanes = wn * WARP_SIZE * TUNED_ALIGNMENT // 2
-    return NormConfig.general_for(
-        key,
-        -(-cols // lanes) * lanes,  # one CTA covers the row
-        warps_m=wm,
-        warps_n=wn,
-        bytes_per_ldg=TUNED_ALIGNMENT,
-        origin="measured",
-        min_ctas_per_sm=min_ctas,
-        prefetch=prefetch,
-    )
+    return _one_cta_general(key, cols, TUNED_ALIGNMENT, *shape)
 
 
 def select_norm(
