@@ -324,9 +324,7 @@ def row_plan(
     resident = limits.sm_count * max_active_per_sm
     if ctas_per_row > resident:
         raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
-    groups = resident // ctas_per_row
-    if spec.grid_of_rows:
-        groups = limits.max_grid_y
+    groups = limits.max_grid_y if spec.grid_of_rows else resident // ctas_per_row
     cluster = cluster_size(ctas_per_row, limits)
     if cluster > 1 and max_active_clusters is not None:
         if max_active_clusters < 1:
