@@ -690,11 +690,11 @@ def select_norm(
             f"output={key.output}; supported (weight/input/output): {combos}"
         )
     if measured:
-        narrow = narrow_general(key, cols, alignment) or vector_general(
+        one_cta = narrow_general(key, cols, alignment) or vector_general(
             key, cols, alignment, backend
         )
-        if narrow is not None:
-            return narrow
+        if one_cta is not None:
+            return one_cta
     for cfg in candidates:
         if cfg.hidden_size >= cols:
             return cfg

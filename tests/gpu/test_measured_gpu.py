@@ -30,19 +30,19 @@ _replaced = {(c.key, c.hidden_size) for c in NUMBA_OWN}
 NUMBA = [c for c in NUMBA if (c.key, c.hidden_size) not in _replaced]
 
 
-def _rows(cfg) -> int:
-    """A few more rows than the NVRTC kernel's resident row groups hold (two trips for some
+def _rows(cfg, cols: int | None = None, backend: str = "nvrtc") -> int:
+    """A few more rows than ``backend``'s kernel's resident row groups hold (two trips for some
     CTAs), a multiple of 4 (tuned entries need it)."""
     limits = dispatch.device_limits(None)
-    spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, limits)
-    mod = dispatch.backend_module("nvrtc", cfg.op.split("_")[0])
+    spec = planner.norm_spec(cfg, cols or cfg.hidden_size, cfg.num_elts, limits)
+    mod = dispatch.backend_module(backend, cfg.op.split("_")[0])
     occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
     resident_rows = limits.sm_count * occ // cfg.ctas_per_row * cfg.warps_m
     return (resident_rows + 8) // 4 * 4
 
 
-def _run(backend, cfg):
-    rows, cols = _rows(cfg), cfg.hidden_size
+def _plan_of(backend, cfg, rows: int, cols: int):
+    """Check ``cfg``'s op at rows x cols against the reference; the plan that used ``cfg``."""
     dispatch._plan_cache.clear()
     dtypes = (cfg.weight, cfg.input, cfg.output)
     if cfg.op.startswith("layernorm"):
@@ -51,8 +51,13 @@ def _run(backend, cfg):
         api.check_rmsnorm(backend, rows, cols, *dtypes)
     plans = [p for p in dispatch._plan_cache.values() if p.spec.config == cfg]
     assert plans, f"the measured entry was not used: {cfg}"
+    return plans[0]
+
+
+def _run(backend, cfg):
+    plan = _plan_of(backend, cfg, _rows(cfg), cfg.hidden_size)
     # a grid of all rows gives each CTA one trip: the pipeline has no next row to load
-    assert plans[0].row_iterations >= 2 or backend == "numba" or plans[0].spec.grid_of_rows
+    assert plan.row_iterations >= 2 or backend == "numba" or plan.spec.grid_of_rows
 
 
 def _id(c) -> str:
@@ -100,16 +105,5 @@ def test_vector_general_entry(monkeypatch, backend, op, dtype):
     key = registry.NormKey(op, dtype, dtype, dtype)
     cfg = registry.select_norm(key, 1000, 4, 16, backend=backend)
     assert cfg.origin == "measured" and cfg.kind == "general"
-    limits = dispatch.device_limits(None)
-    spec = planner.norm_spec(cfg, 1000, cfg.num_elts, limits)
-    mod = dispatch.backend_module(backend, op.split("_")[0])
-    occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
-    rows = limits.sm_count * occ * cfg.warps_m + 6
-    dispatch._plan_cache.clear()
-    if op.startswith("layernorm"):
-        api.check_layernorm(backend, rows, 1000, dtype, dtype, dtype)
-    else:
-        api.check_rmsnorm(backend, rows, 1000, dtype, dtype, dtype)
-    plans = [p for p in dispatch._plan_cache.values() if p.spec.config == cfg]
-    assert plans, f"the vector-general entry was not used: {cfg}"
-    assert plans[0].row_iterations >= 2
+    plan = _plan_of(backend, cfg, _rows(cfg, 1000, backend), 1000)
+    assert plan.row_iterations >= 2
