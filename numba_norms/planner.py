@@ -155,8 +155,10 @@ class _RowSpec:
 
     @property
     def grid_of_rows(self) -> bool:
-        """Launch a row group per CTA instead of the persistent grid (NormConfig.grid)."""
-        return False
+        """Launch a row group per CTA instead of the persistent grid (the config's ``grid``)
+        where a row takes one CTA (a general entry's longer rows take several: those keep the
+        persistent grid)."""
+        return self.config.grid == "rows" and self.ctas_per_row == 1
 
 
 @dataclass(frozen=True)
@@ -175,12 +177,6 @@ class NormSpec(_RowSpec):
         if not self.config.is_backward:
             return 0
         return 1 if self.config.is_rms else 2
-
-    @property
-    def grid_of_rows(self) -> bool:
-        """The entry asks for a row group per CTA and a row takes one CTA (a general entry's
-        longer rows take several: those keep the persistent grid)."""
-        return self.config.grid == "rows" and self.ctas_per_row == 1
 
     @property
     def kernel_key(self) -> tuple:
@@ -291,7 +287,7 @@ class RowPlan:
 
 
 def row_plan(
-    spec: NormSpec,
+    spec: NormSpec | SoftmaxSpec,
     rows: int,
     cols: int,
     limits: DeviceLimits,

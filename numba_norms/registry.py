@@ -66,9 +66,9 @@ FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 FP8_DTYPES = ("fp8e4m3", "fp8e5m2")
 NORM_OPS = ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd")
 KINDS = ("tuned", "general")
-# Launch grids of a norm kernel: "persistent" (TE's: as many row groups as can be resident, each
-# looping over rows) or "rows" (one CTA a row group, the block scheduler refills the SMs;
-# forwards of one CTA a row only: a backward CTA writes one dgamma partial row per CTA).
+# Launch grids of a row kernel: "persistent" (TE's: as many row groups as can be resident, each
+# looping over rows) or "rows" (one CTA a row group, the block scheduler refills the SMs; rows of
+# one CTA only; no norm backward: each of its CTAs writes one dgamma partial row).
 GRIDS = ("persistent", "rows")
 
 # sm_80 / sm_90 limits (the register cap must describe a residency the SM can reach).
@@ -743,6 +743,7 @@ class SoftmaxConfig:
     min_ctas_per_sm: int = 1
     keys: int = 0
     prefetch: bool = False
+    grid: str = "persistent"
 
     def __post_init__(self) -> None:
         if self.op not in SOFTMAX_OPS:
@@ -755,6 +756,8 @@ class SoftmaxConfig:
             raise ValueError(f"variant: expected one of {SOFTMAX_VARIANTS}, got {self.variant!r}")
         if self.op == "softmax_bwd" and self.variant != "scaled":
             raise ValueError("softmax_bwd entries are variant-independent (use 'scaled')")
+        if self.grid not in GRIDS:
+            raise ValueError(f"grid: expected one of {GRIDS}, got {self.grid!r}")
         if self.kind == "warp" and self.warps_n != 1:
             raise ValueError("warp entries have warps_n == 1")
         if self.kind == "block" and self.warps_m != 1:
@@ -817,6 +820,24 @@ def _default_softmax_configs() -> list[SoftmaxConfig]:
     return out
 
 
+def _softmax_from_json(raw: dict) -> SoftmaxConfig:
+    """One entry of a measured softmax table (entries before a field existed take its default)."""
+    return SoftmaxConfig(
+        op=raw["op"],
+        kind=raw["kind"],
+        max_cols=int(raw["max_cols"]),
+        dtype=raw["dtype"],
+        warps_m=int(raw["warps_m"]),
+        warps_n=int(raw["warps_n"]),
+        bytes_per_ldg=int(raw["bytes_per_ldg"]),
+        variant=raw["variant"],
+        min_ctas_per_sm=int(raw["min_ctas_per_sm"]),
+        keys=int(raw["keys"]),
+        prefetch=bool(raw.get("prefetch", False)),
+        grid=raw.get("grid", "persistent"),
+    )
+
+
 @functools.cache
 def measured_softmax_configs(backend: str | None = None) -> tuple[SoftmaxConfig, ...]:
     """Entries chosen by a timed sweep (``perf/tune_softmax.py``) on the GPU named in
@@ -829,19 +850,7 @@ def measured_softmax_configs(backend: str | None = None) -> tuple[SoftmaxConfig,
     """
     out = []
     for raw in _table_entries("measured_softmax", backend):
-        cfg = SoftmaxConfig(
-            op=raw["op"],
-            kind=raw["kind"],
-            max_cols=int(raw["max_cols"]),
-            dtype=raw["dtype"],
-            warps_m=int(raw["warps_m"]),
-            warps_n=int(raw["warps_n"]),
-            bytes_per_ldg=int(raw["bytes_per_ldg"]),
-            variant=raw["variant"],
-            min_ctas_per_sm=int(raw["min_ctas_per_sm"]),
-            keys=int(raw["keys"]),
-            prefetch=bool(raw.get("prefetch", False)),
-        )
+        cfg = _softmax_from_json(raw)
         out.append(cfg)
         if cfg.variant == "upper_triang":
             out.append(_replace(cfg, variant="aligned_causal"))

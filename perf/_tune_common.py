@@ -24,13 +24,20 @@ def compile_ahead(
     ``spec_of(cfg)`` makes the spec (configurations the planner rejects are skipped: the timed
     call reports them), ``build(spec)`` compiles it into the caches the timed call reads.
     """
-    specs = []
+    list(pool.map(build, _distinct_specs(cfgs, spec_of)))
+
+
+def _distinct_specs(cfgs: Iterable[Any], spec_of: Callable[[Any], Any]) -> list:
+    """One spec per compiled kernel (configurations differing in a launch parameter such as the
+    grid share one), skipping configurations the planner rejects."""
+    specs: dict = {}
     for cfg in cfgs:
         try:
-            specs.append(spec_of(cfg))
+            spec = spec_of(cfg)
         except planner.PlanError:
-            pass
-    list(pool.map(build, specs))
+            continue
+        specs.setdefault(spec.kernel_key, spec)
+    return list(specs.values())
 
 
 def group_rows(
@@ -74,12 +81,7 @@ def numba_compile_ahead(
     (spawned: a forked CUDA context is unusable) and the timing process loads their cubins from
     the disk cache (``NUMBA_NORMS_CACHE_DIR`` is inherited)."""
     global _numba_pool
-    specs = []
-    for cfg in cfgs:
-        try:
-            specs.append((module, spec_of(cfg)))
-        except planner.PlanError:
-            pass
+    specs = [(module, spec) for spec in _distinct_specs(cfgs, spec_of)]
     if not specs:
         return
     if _numba_pool is None:

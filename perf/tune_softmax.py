@@ -9,6 +9,8 @@ register caps (``__launch_bounds__`` min CTAs per SM) and with the software pipe
 (``prefetch``; the backward's since session 7). Problems are the benchmark's
 (``perf/_bench_cases.py``: b=4, h=32, sq=sk, at most 2^27 elements), so are the byte counts.
 Every candidate's output is checked against an fp32 torch reference before it may win.
+``--grids persistent rows`` times each shape whose row takes one CTA on both launch grids
+(``SoftmaxConfig.grid``); a winner on the grid of all rows carries ``"grid": "rows"``.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
@@ -103,7 +105,19 @@ def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry
         op, r["kind"], max_cols, r["dtype"], int(r["warps_m"]), int(r["warps_n"]),
         16 if r["kind"] == "block" else min(16, max_cols // 32 * size), variant,
         int(r["min_ctas_per_sm"]), prefetch=pipeline and bool(int(r.get("prefetch") or 0)),
+        grid=r.get("row_grid") or "persistent",
     )  # fmt: skip
+
+
+def with_grids(cfgs: list, cols: int, grids: list[str]) -> list:
+    """``cfgs`` on each launch grid of ``grids``; the grid of all rows only where a row takes
+    one CTA (longer rows keep the persistent grid whatever the entry says)."""
+    return [
+        dataclasses.replace(c, grid=g)
+        for c in cfgs
+        for g in grids
+        if g == "persistent" or c.max_cols >= cols
+    ]
 
 
 def refine_candidates(rows: list[dict], op: str, variant: str, top: int, pipeline: bool):
@@ -115,6 +129,7 @@ def refine_candidates(rows: list[dict], op: str, variant: str, top: int, pipelin
     out: list = []
     for r in sorted(rows, key=lambda r: float(r["median_us"])):
         shape = (r["kind"], int(r["max_cols"]), int(r["warps_m"]), int(r["warps_n"]))
+        shape += (r.get("row_grid") or "persistent",)
         if shape in shapes:
             continue
         shapes.add(shape)
@@ -180,6 +195,7 @@ def winners_from_csv(
                 max_cols=max_cols, warps_m=int(w["warps_m"]), warps_n=int(w["warps_n"]),
                 bytes_per_ldg=bytes_per_ldg, min_ctas_per_sm=int(w["min_ctas_per_sm"]),
                 prefetch=bool(int(w.get("prefetch") or 0)),
+                **({"grid": w["row_grid"]} if w.get("row_grid") == "rows" else {}),
                 rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
                 baseline_gbs=float(base["gbs"]) if base else None, run=source[bop, dtype, cols],
             )
@@ -221,7 +237,8 @@ def run(args) -> int:
     t_end = time.monotonic() + args.time_budget
     fields = [
         "op", "dtype", "rows", "cols", "label", "kind", "max_cols", "ctas_per_row", "warps_m",
-        "warps_n", "min_ctas_per_sm", "prefetch", "elts_per_thread", "regs", "occupancy", "grid",
+        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "elts_per_thread", "regs",
+        "occupancy", "grid",
         "median_us", "p20_us", "p80_us", "gbs", "pct_ceiling", "vs_baseline", "check",
     ]  # fmt: skip
     fcsv = open(os.path.join(args.out, "tune.csv"), "w", newline="")
@@ -245,7 +262,7 @@ def run(args) -> int:
                 op=case.op, dtype=case.dtype, rows=case.rows, cols=case.cols, label=label,
                 kind=cfg.kind, max_cols=cfg.max_cols, ctas_per_row=plan.ctas_per_row,
                 warps_m=cfg.warps_m, warps_n=cfg.warps_n, min_ctas_per_sm=cfg.min_ctas_per_sm,
-                prefetch=int(cfg.prefetch),
+                prefetch=int(cfg.prefetch), row_grid=cfg.grid,
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts, regs=k.num_regs,
                 occupancy=k.occupancy(plan.spec.threads, 0),
                 grid="x".join(map(str, plan.grid)), median_us=round(t.median_us, 2),
@@ -297,9 +314,12 @@ def run(args) -> int:
                     rows = refine.get((bop, dtype, cols), [])
                     pipeline = not (backend == "numba" and op == "softmax_bwd")
                     stage = refine_candidates(rows, op, variant, args.top, pipeline)
+                    stage = list(dict.fromkeys(stage + with_grids(stage, cols, args.grids)))
                     labels: tuple = ("refine",)
                 else:
-                    stage = candidates(op, variant, dtype, cols, args.max_elts)
+                    stage = with_grids(
+                        candidates(op, variant, dtype, cols, args.max_elts), cols, args.grids
+                    )
                     labels = ("shape", "capped")
                 stage = [c for c in stage if c != base_cfg]
                 if backend == "numba":  # one batch: the workers build them side by side
@@ -335,7 +355,8 @@ def run(args) -> int:
                     f"({base_cfg.kind} {base_cfg.max_cols} {base_cfg.warps_m}x{base_cfg.warps_n})"
                     f" best {brow['gbs']:7.1f} ({best.kind} {best.max_cols} cpr"
                     f"{brow['ctas_per_row']} {best.warps_m}x{best.warps_n} "
-                    f"min{best.min_ctas_per_sm}, {brow['regs']} regs) "
+                    f"min{best.min_ctas_per_sm}{'/rows' if best.grid == 'rows' else ''}, "
+                    f"{brow['regs']} regs) "
                     f"x{base_us / best_us if base_us else 0:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
                     flush=True,
@@ -397,6 +418,14 @@ def main() -> int:
         type=float,
         default=0.03,
         help="a backend's own entry must beat its baseline by more than this",
+    )
+    p.add_argument(
+        "--grids",
+        nargs="+",
+        default=["persistent"],
+        choices=registry.GRIDS,
+        help="launch grids to time each shape on (SoftmaxConfig.grid; 'rows' where a row takes "
+        "one CTA)",
     )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")

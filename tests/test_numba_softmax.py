@@ -220,6 +220,30 @@ def test_persistent_rows_loop():
 
 @sim_only
 @pytest.mark.parametrize(
+    "variant, max_grid_y", [("scaled", 65535), ("masked", 3), ("aligned_causal", 3)]
+)
+def test_grid_of_rows(monkeypatch, variant, max_grid_y):
+    """Entries with grid "rows": a row group of 2 rows per CTA (15 rows: 8 CTAs, the last half
+    empty), and, where the grid's y limit is 3, CTAs looping over 3 trips with the pipeline;
+    the backward on that grid (masked case)."""
+    limits = dataclasses.replace(SIM_LIMITS, max_grid_y=max_grid_y)
+    monkeypatch.setitem(globals(), "SIM_LIMITS", limits)
+    base = registry.select_softmax("softmax_fwd", variant, "bf16", 64, measured=False)
+    cfg = dataclasses.replace(base, warps_m=2, prefetch=True, grid="rows")
+    x4, y, expected, _, plan = run_forward(variant, "bf16", 1, 3, 5, 64, cfg=cfg, seed=3)
+    assert plan.spec.grid_of_rows and plan.grid == (1, min(8, max_grid_y), 1)
+    assert plan.row_iterations == (1 if max_grid_y > 8 else 3)
+    assert_close(y, expected, "bf16", what=f"{variant} y (grid of {plan.grid[1]} CTAs)")
+    if variant != "masked":
+        return
+    bwd = dataclasses.replace(cfg, op="softmax_bwd", variant="scaled")
+    dx, want, bplan = run_backward("bf16", 15, 64, cfg=bwd)
+    assert bplan.spec.grid_of_rows and bplan.row_iterations == plan.row_iterations
+    assert_close(dx, want, "bf16", what="dx")
+
+
+@sim_only
+@pytest.mark.parametrize(
     "variant, dtype, kind, bhq, sk, pitch",
     [
         ("scaled", "bf16", "warp", (2, 3, 7), 100, 104),  # partial last vector of every row

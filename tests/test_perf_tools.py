@@ -7,6 +7,7 @@ twice that way unnoticed (sessions 9-14). These tests run the GPU-free parts.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import subprocess
@@ -91,3 +92,33 @@ def test_stream_row_and_summary(bench, capsys):
     bench.print_summary(run)
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("layernorm"))
     assert line.split()[-1] == "84-91"
+
+
+def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
+    """``tune_softmax.py --grids``: the grid of all rows only for shapes of one CTA a row, and a
+    winner on it written with ``"grid": "rows"`` (read back by the registry)."""
+    monkeypatch.syspath_prepend(str(ROOT / "perf"))
+    ts = importlib.import_module("tune_softmax")
+    from numba_norms import registry
+
+    cfgs = ts.candidates("softmax_fwd", "scaled", "bf16", 32768, 64)
+    both = ts.with_grids(cfgs, 32768, ["persistent", "rows"])
+    rows = [c for c in both if c.grid == "rows"]
+    assert rows and all(c.max_cols >= 32768 for c in rows)
+    assert len(both) == len(cfgs) + len(rows) < 2 * len(cfgs)  # multi-CTA shapes: persistent
+    head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
+    head += "row_grid,gbs,pct_ceiling,check\n"
+    body = [
+        "softmax_fwd,bf16,524288,4096,baseline,block,4096,1,2,1,0,persistent,3600,85,ok",
+        "softmax_fwd,bf16,524288,4096,shape,block,4096,1,4,1,0,rows,3800,90,ok",
+        "softmax_fwd,bf16,524288,4096,shape,block,4096,1,4,1,0,persistent,3700,88,ok",
+        "softmax_fwd,bf16,524288,4096,shape,block,4096,1,8,1,0,rows,3900,92,bad output",
+    ]
+    csv_path = tmp_path / "tune.csv"
+    csv_path.write_text(head + "\n".join(body) + "\n")
+    (win,) = ts.winners_from_csv([str(csv_path)], "runX")
+    assert (win["grid"], win["warps_n"], win["gbs"], win["baseline_gbs"]) == ("rows", 4, 3800, 3600)
+    cfg = registry._softmax_from_json(win)
+    assert cfg.grid == "rows" and cfg.keys == 4096
+    row = dict(zip(head.strip().split(","), body[1].split(",")))
+    assert ts.config_of(row, "softmax_fwd", "scaled") == dataclasses.replace(cfg, keys=0)

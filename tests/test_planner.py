@@ -246,6 +246,32 @@ def test_softmax_plans():
     assert odd.num_elts == 1 and odd.cols_per_row_pass >= 7
 
 
+def test_softmax_grid_of_rows():
+    """A softmax entry on the grid of all rows: a row group per CTA where a row takes one CTA
+    (the backward too: it writes no partial rows); longer rows keep the persistent grid."""
+    base = r.select_softmax("softmax_fwd", "masked", "bf16", 4096, measured=False)
+    for op in ("softmax_fwd", "softmax_bwd"):
+        variant = "masked" if op == "softmax_fwd" else "scaled"
+        cfg = dataclasses.replace(base, op=op, variant=variant, grid="rows")
+        spec = p.softmax_spec(cfg, 4096, 8, H200)
+        assert spec.grid_of_rows
+        plan = p.softmax_plan(spec, 4 * 32 * 256, 4096, H200, 2)
+        assert plan.grid == (1, 32768, 1) and plan.row_iterations == 1
+        assert plan.scratch_bytes == 0 and not plan.cooperative
+        big = p.softmax_plan(spec, 4 * 32 * 4096, 4096, H200, 2)  # past the y limit: 9 trips
+        assert big.ctas_per_col == 65535 and big.row_iterations == 9
+    persistent = p.softmax_spec(base, 4096, 8, H200)
+    assert not persistent.grid_of_rows
+    assert p.softmax_plan(persistent, 32768, 4096, H200, 2).ctas_per_col == 264
+    # the grid is a launch parameter: one compiled kernel serves both
+    assert (
+        p.softmax_spec(cfg, 4096, 8, H200).kernel_key
+        == p.softmax_spec(dataclasses.replace(cfg, grid="persistent"), 4096, 8, H200).kernel_key
+    )
+    long_rows = p.softmax_spec(dataclasses.replace(base, grid="rows"), 20000, 8, H200)
+    assert long_rows.ctas_per_row == 5 and not long_rows.grid_of_rows
+
+
 def test_measured_softmax_plans():
     """A measured entry timed at 131072 keys with 32768 a CTA: four CTAs a row there, two at
     40000 keys; its register cap is part of the kernel key."""

@@ -226,6 +226,25 @@ def test_softmax_entries_validate():
         r.SoftmaxConfig("softmax_fwd", "block", 1000, "bf16", 1, 4)
     with pytest.raises(ValueError, match="min_ctas_per_sm"):
         r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 32, min_ctas_per_sm=3)
+    with pytest.raises(ValueError, match="grid: expected one of"):
+        r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 8, grid="all")
+
+
+def test_measured_softmax_entries_carry_their_grid():
+    raw = dict(
+        op="softmax_bwd", variant="scaled", dtype="bf16", keys=4096, kind="block", max_cols=4096,
+        warps_m=1, warps_n=4, bytes_per_ldg=16, min_ctas_per_sm=2, prefetch=True,
+    )  # fmt: skip
+    assert r._softmax_from_json(raw).grid == "persistent"  # entries written before the field
+    cfg = r._softmax_from_json(dict(raw, grid="rows"))
+    assert (cfg.grid, cfg.warps_n, cfg.min_ctas_per_sm, cfg.prefetch) == ("rows", 4, 2, True)
+    measured = r.measured_softmax_configs() + r.measured_softmax_configs("numba")
+    assert all(c.grid in r.GRIDS for c in measured)
+    # the aligned causal copies of the upper-triangular entries keep their grid
+    for c in r.measured_softmax_configs():
+        if c.variant == "aligned_causal":
+            u = r.select_softmax(c.op, "upper_triang", c.dtype, c.keys)
+            assert c.grid == u.grid
 
 
 def test_generated_tuned_entries_for_sizes_te_does_not_register():
