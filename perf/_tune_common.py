@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures as cf
 import csv
 import multiprocessing as mp
@@ -9,11 +10,30 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from numba_norms import planner
+from numba_norms import planner, registry
 
-__all__ = ["BACKENDS", "compile_ahead", "group_rows", "numba_compile_ahead", "main_kernel"]
+__all__ = [
+    "BACKENDS",
+    "add_grids_argument",
+    "compile_ahead",
+    "group_rows",
+    "numba_compile_ahead",
+    "main_kernel",
+]
 
 BACKENDS = ("nvrtc", "numba")
+
+
+def add_grids_argument(p: argparse.ArgumentParser, applies: str) -> None:
+    """``--grids``: the launch grids (``registry.GRIDS``) to time each shape on; ``applies``
+    says which shapes the grid of all rows is timed for."""
+    p.add_argument(
+        "--grids",
+        nargs="+",
+        default=["persistent"],
+        choices=registry.GRIDS,
+        help=f"launch grids to time each shape on (the config's grid; 'rows' {applies})",
+    )
 
 
 def compile_ahead(

@@ -48,7 +48,14 @@ sys.path.insert(0, HERE)
 import torch
 from _bench_cases import norm_bwd_bytes, norm_fwd_bytes
 from _bench_torch import copy_ceiling, time_calls
-from _tune_common import BACKENDS, compile_ahead, group_rows, main_kernel, numba_compile_ahead
+from _tune_common import (
+    BACKENDS,
+    add_grids_argument,
+    compile_ahead,
+    group_rows,
+    main_kernel,
+    numba_compile_ahead,
+)
 
 import numba_norms as nn
 import rtc
@@ -543,14 +550,7 @@ def main() -> int:
         action="store_true",
         help="time every shape with the software pipeline too (not only the --top ones)",
     )
-    p.add_argument(
-        "--grids",
-        nargs="+",
-        default=["persistent"],
-        choices=registry.GRIDS,
-        help="launch grids to time each shape on (NormConfig.grid; 'rows' for forwards of one "
-        "CTA a row)",
-    )
+    add_grids_argument(p, "for forwards of one CTA a row")
     p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
     p.add_argument("--target-ms", type=float, default=12.0)
     p.add_argument("--time-budget", type=float, default=480.0, help="seconds")

@@ -45,7 +45,14 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from _bench_cases import Case, sets_needed, softmax_dims
-from _tune_common import BACKENDS, compile_ahead, group_rows, main_kernel, numba_compile_ahead
+from _tune_common import (
+    BACKENDS,
+    add_grids_argument,
+    compile_ahead,
+    group_rows,
+    main_kernel,
+    numba_compile_ahead,
+)
 
 import rtc
 from numba_norms import dispatch, planner, registry
@@ -419,14 +426,7 @@ def main() -> int:
         default=0.03,
         help="a backend's own entry must beat its baseline by more than this",
     )
-    p.add_argument(
-        "--grids",
-        nargs="+",
-        default=["persistent"],
-        choices=registry.GRIDS,
-        help="launch grids to time each shape on (SoftmaxConfig.grid; 'rows' where a row takes "
-        "one CTA)",
-    )
+    add_grids_argument(p, "where a row takes one CTA")
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")
     args = p.parse_args()
