@@ -296,6 +296,33 @@ struct FwdSlice {
   }
 };
 
+// TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
+constexpr float kMaskedScore = -10000.0f * 1.4426950408889634f;
+
+// The scaled and masked forward's first pass over a slice: v = the scores in the log2 domain
+// (masked positions kMaskedScore; with CHECKED, columns at or past lim -inf), m = their maximum,
+// `unmasked` as in MaskBytes::any_unmasked.
+template <bool CHECKED, typename T, int N, int LDGS, int VARIANT>
+__device__ __forceinline__ void fwd_scores(const FwdSlice<T, N, LDGS, VARIANT>& now, int col0,
+                                           int col_step, int lim, float k, float (&v)[LDGS][N],
+                                           float& m, unsigned& unmasked) {
+#pragma unroll
+  for (int it = 0; it < LDGS; ++it) {
+    const int c = col0 + it * col_step;
+    float f[N];
+    now.p[it].to_float(f);
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      float t = f[j] * k;
+      if constexpr (VARIANT == 1) t = now.mb[it].masked(j) ? kMaskedScore : t;
+      if constexpr (CHECKED) t = c + j < lim ? t : neg_inf();
+      v[it][j] = t;
+      m = fmaxf(m, t);
+    }
+    if constexpr (VARIANT == 1) now.mb[it].any_unmasked(unmasked);
+  }
+}
+
 }  // namespace nnsm
 
 // y = softmax(x * scale) over each row's kept columns; VARIANT 0 scaled, 1 masked,
@@ -314,8 +341,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   constexpr bool CAUSAL = VARIANT >= 2;
   static_assert(VARIANT >= 0 && VARIANT <= 3, "unknown variant");
   constexpr float kLog2e = 1.4426950408889634f;
-  // TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
-  constexpr float kMaskedScore = -10000.0f * kLog2e;
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -362,23 +387,35 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     float v[LDGS][N];
     float m = neg_inf();
     unsigned unmasked = 0u;
+    if constexpr (CAUSAL) {
 #pragma unroll
-    for (int it = 0; it < LDGS; ++it) {
-      const int c = col0 + it * col_step;
-      const int n_in = lim - c;  // columns of this vector inside the row: j < n_in
-      float f[N];
-      now.p[it].to_float(f);
+      for (int it = 0; it < LDGS; ++it) {
+        const int c = col0 + it * col_step;
+        const int n_in = lim - c;  // columns of this vector inside the row: j < n_in
+        float f[N];
+        now.p[it].to_float(f);
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
-        float t = f[j] * k;
-        if constexpr (MASKED) t = now.mb[it].masked(j) ? kMaskedScore : t;
-        // The same test twice: j < n_in saves an add a column and ran 1-3% faster in the
-        // causal kernels, but 3-4% slower in the scaled one at 4096 keys (run 38 A/B).
-        const bool in = VARIANT == 0 ? c + j < lim : j < n_in;
-        v[it][j] = in ? t : neg_inf();
-        m = fmaxf(m, v[it][j]);
+        for (int j = 0; j < N; ++j) {
+          float t = f[j] * k;
+          // j < n_in saves an add a column against c + j < lim and ran 1-3% faster in the
+          // causal kernels, but 3-4% slower in the scaled one at 4096 keys (run 38 A/B).
+          const bool in = j < n_in;
+          v[it][j] = in ? t : neg_inf();
+          m = fmaxf(m, v[it][j]);
+        }
       }
-      if constexpr (MASKED) now.mb[it].any_unmasked(unmasked);
+    } else {
+      // Scaled and masked rows: a thread whose every vector lies inside the row (every thread
+      // on rows of the entry's length) takes a copy of this pass without the per-column test,
+      // three instructions a column (the column, a compare, a select): run 110, NVRTC
+      // 1.01-1.05x (masked bf16, fp32) but 0.93-0.97x at bf16 4096 / 131072 keys, where the
+      // second copy cost registers. (The maximum as a tree of per-position maxima instead of one
+      // chain ran 0.70-0.99x there.)
+      if (lim >= col0 + (LDGS - 1) * col_step + N) {
+        fwd_scores<false>(now, col0, col_step, lim, k, v, m, unmasked);
+      } else {
+        fwd_scores<true>(now, col0, col_step, lim, k, v, m, unmasked);
+      }
     }
     bool keep = unmasked != 0u;
 
