@@ -296,8 +296,9 @@ struct FwdSlice {
   }
 };
 
+constexpr float kLog2e = 1.4426950408889634f;
 // TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
-constexpr float kMaskedScore = -10000.0f * 1.4426950408889634f;
+constexpr float kMaskedScore = -10000.0f * kLog2e;
 
 // The scaled and masked forward's first pass over a slice: v = the scores in the log2 domain
 // (masked positions kMaskedScore; with CHECKED, columns at or past lim -inf), m = their maximum,
@@ -340,7 +341,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   constexpr bool MASKED = VARIANT == 1;
   constexpr bool CAUSAL = VARIANT >= 2;
   static_assert(VARIANT >= 0 && VARIANT <= 3, "unknown variant");
-  constexpr float kLog2e = 1.4426950408889634f;
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       // three instructions a column (the column, a compare, a select): run 110, NVRTC
       // 1.01-1.05x (masked bf16, fp32) but 0.93-0.97x at bf16 4096 / 131072 keys, where the
       // second copy cost registers. (The maximum as a tree of per-position maxima instead of one
-      // chain ran 0.70-0.99x there.)
+      // chain ran 0.70-1.00x there.)
       if (lim >= col0 + (LDGS - 1) * col_step + N) {
         fwd_scores<false>(now, col0, col_step, lim, k, v, m, unmasked);
       } else {
