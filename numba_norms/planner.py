@@ -195,6 +195,7 @@ class NormSpec(_RowSpec):
             c.fused_add,
             c.min_ctas_per_sm,
             c.prefetch,
+            c.wgrad_smem,
         )
 
 

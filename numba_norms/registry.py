@@ -74,6 +74,9 @@ GRIDS = ("persistent", "rows")
 # sm_80 / sm_90 limits (the register cap must describe a residency the SM can reach).
 MAX_THREADS_PER_BLOCK = 1024
 MAX_THREADS_PER_SM = 2048
+# Static shared memory a backward CTA may give its dgamma / dbeta slots (wgrad_smem): the 48 KiB
+# static limit less room for the reduction buffers.
+WGRAD_SMEM_BYTES = 47 * 1024
 
 # TE's tuned kernels need 16-byte aligned pointers and a row count that is a multiple of 4.
 TUNED_ALIGNMENT = 16
@@ -151,6 +154,12 @@ class NormConfig:
         One of :data:`GRIDS`: ``"persistent"`` (resident row groups that loop over the rows) or
         ``"rows"`` (a row group per CTA; forward ops only, applied where a row takes one CTA).
         A launch parameter: the same compiled kernel serves both.
+    wgrad_smem : int
+        Tuned backward entries only: how many of the per-column dgamma / dbeta partial sums each
+        thread keeps in shared memory instead of registers (0; LayerNorm 1: dbeta, 2: both;
+        RMSNorm 1: dgamma). Frees registers on long rows; the slots (``warps_m * hidden_size /
+        ctas_per_row`` floats each) must fit :data:`WGRAD_SMEM_BYTES`. The NVRTC kernels follow
+        it; the Numba kernels keep the sums in registers.
     """
 
     op: str
@@ -170,6 +179,7 @@ class NormConfig:
     min_ctas_per_sm: int = 1
     prefetch: bool = False
     grid: str = "persistent"
+    wgrad_smem: int = 0
 
     def __post_init__(self) -> None:
         if self.op not in NORM_OPS:
@@ -207,6 +217,19 @@ class NormConfig:
                 "grid 'rows' needs a forward op with one CTA a row, got "
                 f"{self.op} with ctas_per_row {self.ctas_per_row}"
             )
+        if self.wgrad_smem:
+            most = 1 if self.is_rms else 2
+            if not (self.is_backward and self.kind == "tuned" and 0 <= self.wgrad_smem <= most):
+                raise ValueError(
+                    f"wgrad_smem: expected 0 (or up to {most} for a tuned {self.op} entry), got "
+                    f"{self.wgrad_smem} for a {self.kind} {self.op} entry"
+                )
+            need = 4 * self.wgrad_smem * self.warps_m * (self.hidden_size // self.ctas_per_row)
+            if need > WGRAD_SMEM_BYTES:
+                raise ValueError(
+                    f"wgrad_smem {self.wgrad_smem}: {need} bytes of shared memory a CTA exceed "
+                    f"{WGRAD_SMEM_BYTES}"
+                )
         if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
             raise ValueError(
                 f"bytes_per_ldg must be a power of two <= 16, got {self.bytes_per_ldg}"
@@ -263,11 +286,12 @@ class NormConfig:
         min_ctas_per_sm: int = 1,
         prefetch: bool = False,
         grid: str = "persistent",
+        wgrad_smem: int = 0,
     ) -> NormConfig:
         """A tuned entry for ``key`` made outside TE's table (measured or generated)."""
         return cls._made_for(
             "tuned", key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-            min_ctas_per_sm, prefetch, grid,
+            min_ctas_per_sm, prefetch, grid, wgrad_smem,
         )  # fmt: skip
 
     @classmethod
@@ -294,7 +318,7 @@ class NormConfig:
     @classmethod
     def _made_for(
         cls, kind, key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-        min_ctas_per_sm, prefetch, grid,
+        min_ctas_per_sm, prefetch, grid, wgrad_smem=0,
     ) -> NormConfig:  # fmt: skip
         return cls(
             op=key.op,
@@ -313,6 +337,7 @@ class NormConfig:
             min_ctas_per_sm=min_ctas_per_sm,
             prefetch=prefetch,
             grid=grid,
+            wgrad_smem=wgrad_smem,
         )
 
 
@@ -346,6 +371,7 @@ def _measured_from_json(raw: dict) -> NormConfig:
         min_ctas_per_sm=int(raw.get("min_ctas_per_sm", 1)),
         prefetch=bool(raw.get("prefetch", False)),
         grid=raw.get("grid", "persistent"),
+        wgrad_smem=int(raw.get("wgrad_smem", 0)),
     )
 
 
@@ -398,7 +424,8 @@ def norm_configs(include_fp8: bool = False, backend: str | None = None) -> tuple
     text = resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
     measured = measured_configs()
     if backend in BACKEND_TABLES:
-        measured = measured_configs(backend) + measured
+        # without the shared entries that use a knob only the NVRTC kernels have (wgrad_smem)
+        measured = measured_configs(backend) + tuple(c for c in measured if not c.wgrad_smem)
     entries = [c for c in measured if include_fp8 or c.output not in FP8_DTYPES]
     for raw in json.loads(text)["entries"]:
         cfg = _entry_from_json(raw)
@@ -501,6 +528,14 @@ def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
     return best
 
 
+# CTAs a generated row may span when scaled from an entry with shared-memory sums (wgrad_smem:
+# narrow CTAs, 8 a row at 16384-65536), the portable cluster size (planner.MAX_CLUSTER). Rows of
+# 16 CTAs synchronise through the arrival counter and ran 0.41-0.65x the best layernorm_bwd
+# shapes at 32768 / 65536 (H200, run 95); capped, bf16 131072 keeps its 8-CTA shape (run 118:
+# 0.98-1.005x). Not applied to other bases: capping fp32 131072 (16 -> 8 CTAs) ran 0.87-1.23x.
+_GEN_MAX_CTAS = 8
+
+
 @functools.lru_cache(maxsize=1024)
 def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfig | None:
     """A tuned entry for a hidden size no table lists, or None when nothing tiles it.
@@ -515,6 +550,8 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
         return None
     size = itemsize(key.input)
     ctas = max(1, round(base.ctas_per_row * cols / base.hidden_size))
+    if base.wgrad_smem:
+        ctas = min(ctas, _GEN_MAX_CTAS)
     target = _target_elts(key.op, cols)
     for nbytes in _GEN_BYTES:  # 16-byte vectors matter more than the slice size
         if nbytes < size:

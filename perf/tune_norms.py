@@ -187,6 +187,19 @@ def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) 
     return out
 
 
+def wgrad_variants(cfg: registry.NormConfig, sweep: str | None) -> list:
+    """``cfg`` and, with ``sweep`` ("also") for a tuned backward entry, its copies with 1 .. 2
+    (RMSNorm: 1) partial sums in shared memory whose slots fit; "only": the copies alone."""
+    out = [] if sweep == "only" and cfg.is_backward else [cfg]
+    if sweep and cfg.is_backward and cfg.kind == "tuned":
+        for w in range(1, 2 if cfg.is_rms else 3):
+            try:
+                out.append(dataclasses.replace(cfg, wgrad_smem=w))
+            except ValueError:  # slots exceed the static shared memory
+                break
+    return out
+
+
 def shape_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
     """For another backend than the sweep's: the ``top`` fastest distinct launch shapes of an
     earlier sweep, each as timed fastest (register cap, pipeline) and uncapped with and without
@@ -301,6 +314,7 @@ def run(args) -> int:
         "min_ctas_per_sm",
         "prefetch",
         "row_grid",
+        "wgrad_smem",
         "elts_per_thread",
         "regs",
         "occupancy",
@@ -345,6 +359,7 @@ def run(args) -> int:
                 min_ctas_per_sm=cfg.min_ctas_per_sm,
                 prefetch=int(cfg.prefetch),
                 row_grid=cfg.grid,
+                wgrad_smem=cfg.wgrad_smem,
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts,
                 regs=main.num_regs,
                 occupancy=main.occupancy(plan.spec.threads, 0),
@@ -434,10 +449,16 @@ def run(args) -> int:
                         (
                             "shape",
                             [
-                                dataclasses.replace(make_config(key, cols, *s, 1, g), prefetch=pf)
+                                v
                                 for s in shapes(registry.itemsize(inp), cols, args.max_elts)
                                 for g in grids_for(key, s[0], args.grids)
                                 for pf in ((False, True) if args.shape_prefetch else (False,))
+                                for v in wgrad_variants(
+                                    dataclasses.replace(
+                                        make_config(key, cols, *s, 1, g), prefetch=pf
+                                    ),
+                                    args.wgrad_smem,
+                                )
                             ],
                         ),
                         ("capped", None),
@@ -469,6 +490,7 @@ def run(args) -> int:
                     f"({base_cfg.ctas_per_row}/{base_cfg.warps_m}x{base_cfg.warps_n}) best "
                     f"{brow['gbs']:7.1f} ({best.ctas_per_row}/{best.warps_m}x{best.warps_n}"
                     f"/min{best.min_ctas_per_sm}{'/pf' if best.prefetch else ''}"
+                    f"{f'/wg{best.wgrad_smem}' if best.wgrad_smem else ''}"
                     f"{'/rows' if best.grid == 'rows' else ''}, "
                     f"{brow['regs']} regs) x{gain:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
@@ -490,6 +512,7 @@ def run(args) -> int:
                             min_ctas_per_sm=best.min_ctas_per_sm,
                             prefetch=best.prefetch,
                             **({} if best.grid == "persistent" else {"grid": best.grid}),
+                            **({"wgrad_smem": best.wgrad_smem} if best.wgrad_smem else {}),
                             gbs=brow["gbs"],
                             baseline_gbs=base_row["gbs"],
                             baseline=f"{base_cfg.origin} {base_cfg.ctas_per_row}/"
@@ -551,6 +574,13 @@ def main() -> int:
         help="time every shape with the software pipeline too (not only the --top ones)",
     )
     add_grids_argument(p, "for forwards of one CTA a row")
+    p.add_argument(
+        "--wgrad-smem",
+        choices=("also", "only"),
+        default=None,
+        help="backward ops: time every shape also ('only': just) with its dgamma / dbeta sums in "
+        "shared memory (NormConfig.wgrad_smem, each value whose slots fit)",
+    )
     p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
     p.add_argument("--target-ms", type=float, default=12.0)
     p.add_argument("--time-budget", type=float, default=480.0, help="seconds")

@@ -837,3 +837,18 @@ def test_forward_pipeline(monkeypatch, op, dtypes, cols):
     assert prefetch and reread == (plan.spec.num_elts * plan.spec.ldgs >= 32)
     assert plan.row_iterations >= 3
     check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=True)
+
+
+@needs_compiler
+def test_wgrad_smem_entries_are_nvrtc_only():
+    """Shared entries with dgamma / dbeta sums in shared memory (an NVRTC knob) never reach the
+    Numba backend through the registry; given one directly, the Numba kernel keeps the sums in
+    registers: no shared array of the slots' size."""
+    assert any(c.wgrad_smem for c in registry.norm_configs())
+    assert not any(c.wgrad_smem for c in registry.norm_configs(backend="numba"))
+    spec = find_spec("layernorm_bwd", "tuned", 65536, BF16)
+    assert spec.config.wgrad_smem == 1
+    ptx = compile_ptx(spec)
+    slots = 4 * spec.threads * spec.ldgs * spec.num_elts
+    sizes = [int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", ptx)]
+    assert sizes and max(sizes) < slots, sizes

@@ -191,7 +191,7 @@ def test_register_cap_reaches_ptxas():
     capped = dataclasses.replace(
         base, config=dataclasses.replace(base.config, min_ctas_per_sm=3, origin="measured")
     )
-    assert _norms.backward_names(capped)[0].endswith(", 3, false>")
+    assert _norms.backward_names(capped)[0].endswith(", 3, false, 0>")
     assert capped.kernel_key != base.kernel_key
 
     def regs(spec):
@@ -216,12 +216,12 @@ def test_name_expressions():
     )
     rms = _find("rmsnorm_bwd", "general", 128, "fp16", "fp16", "fp16", add=True, cols=130, vec=1)
     assert _norms.backward_names(rms) == (
-        "norm_bwd<nn::fp16, nn::fp16, nn::fp16, 4, 1, 1, 4, true, true, true, 1, false>",
+        "norm_bwd<nn::fp16, nn::fp16, nn::fp16, 4, 1, 1, 4, true, true, true, 1, false, 0>",
         "norm_bwd_finalize<nn::fp16, false>",
     )
     ln = _find("layernorm_bwd", "tuned", 8192, "fp16", "fp32", "fp16")
     assert _norms.backward_names(ln) == (
-        "norm_bwd<float, nn::fp16, nn::fp16, 1, 4, 4, 8, false, false, false, 1, false>",
+        "norm_bwd<float, nn::fp16, nn::fp16, 1, 4, 4, 8, false, false, false, 1, false, 0>",
         "norm_bwd_finalize<nn::fp16, true>",
     )
     with pytest.raises(ValueError):
@@ -342,6 +342,45 @@ def test_long_backward_rows_stay_in_registers(spec):
     assert len(main) == 1, report
     _regs, _frame, spills = main[0]
     assert spills <= 32, report
+
+
+def _smem_bytes(spec: NormSpec) -> int:
+    log = _norms.compile_spec(spec, "sm_90", options=("-Xptxas=-v",)).log
+    found = re.finditer(r"Compiling entry function '(\S+)'.*?(\d+) bytes smem", log, re.S)
+    (smem,) = [int(m.group(2)) for m in found if "finalize" not in m.group(1)]
+    return smem
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op,w", [("layernorm_bwd", 1), ("layernorm_bwd", 2), ("rmsnorm_bwd", 1)])
+def test_wgrad_smem_slots(op, w, arch):
+    """dgamma / dbeta sums in shared memory: the slots are the kernel's static shared memory (4
+    bytes a column and sum), and spills fall where the register form spilled (2 CTAs of 8 warps a
+    16384-column bf16 row with the pipeline: 232 B of spill stores; 120 B with dbeta in shared
+    memory, ptxas 13.5)."""
+    spec = _shape(op, "bf16", 16384, 4, 1, 4, 3, True)
+    moved = norm_spec(dataclasses.replace(spec.config, wgrad_smem=w), 16384, 8, H200)
+    assert moved.kernel_key != spec.kernel_key
+    _check_module(moved, _compile(moved, arch), arch)
+    assert _smem_bytes(moved) - _smem_bytes(spec) == 4 * w * 16384 // 4
+    if op == "layernorm_bwd" and w == 1:
+        wide = _shape(op, "bf16", 16384, 2, 1, 8, 2, True)
+        slim = norm_spec(dataclasses.replace(wide.config, wgrad_smem=1), 16384, 8, H200)
+        spill = [v[2] for k, v in _ptxas_report(wide).items() if "finalize" not in k]
+        spill_slim = [v[2] for k, v in _ptxas_report(slim).items() if "finalize" not in k]
+        assert spill_slim[0] < spill[0], (spill, spill_slim)
+
+
+def test_wgrad_smem_is_validated():
+    spec = _shape("layernorm_bwd", "bf16", 16384, 2, 1, 8, 2, True)
+    with pytest.raises(ValueError, match="bytes of shared memory"):
+        dataclasses.replace(spec.config, wgrad_smem=2)  # 2 x 32 KiB
+    with pytest.raises(ValueError, match="wgrad_smem"):
+        dataclasses.replace(_shape("rmsnorm_bwd", "bf16", 4096, 1, 1, 4, 1, False).config,
+                            wgrad_smem=2)  # fmt: skip
+    fwd = _shape("layernorm_fwd", "bf16", 4096, 1, 1, 4, 1, False).config
+    with pytest.raises(ValueError, match="wgrad_smem"):
+        dataclasses.replace(fwd, wgrad_smem=1)
 
 
 # RMSNorm forward slices whose packed row and packed weights fill the register cap exactly

@@ -122,3 +122,25 @@ def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
     assert cfg.grid == "rows" and cfg.keys == 4096
     row = dict(zip(head.strip().split(","), body[1].split(",")))
     assert ts.config_of(row, "softmax_fwd", "scaled") == dataclasses.replace(cfg, keys=0)
+
+
+def test_scoreboard_tables(tmp_path):
+    # two files of one split run: the second's nvrtc row replaces the first's
+    head = "op,impl,dtype,cols,median_us,gbs,pct_ceiling,check\n"
+    (tmp_path / "a.csv").write_text(
+        head
+        + "copy,copy,uint8,2147483648,1000,4200,100,-\n"
+        + "rmsnorm_fwd,stream,bf16,4096,64,4200,95.0,-\n"
+        + "rmsnorm_fwd,nvrtc,bf16,4096,100,2000,50.0,ok\n"
+        + "rmsnorm_fwd,torch,bf16,4096,90,3000,70.0,ok\n"
+    )
+    (tmp_path / "b.csv").write_text(
+        head
+        + "rmsnorm_fwd,nvrtc,bf16,4096,80,3360,80.0,ok\n"
+        + "rmsnorm_fwd,numba,bf16,4096,100,2700,64.0,FAIL\n"
+    )
+    r = _run("perf/scoreboard.py", str(tmp_path / "a.csv"), str(tmp_path / "b.csv"))
+    assert r.returncode == 0, r.stderr
+    (row,) = [line for line in r.stdout.splitlines() if line.startswith("| 4096 ")]
+    # stream, NVRTC (of stream: 3360 / 4200 GB/s), Numba (failed check), torch, Liger, ratios
+    assert row == "| 4096 | 95.0 | 80.0 (80) | 64.0 ! | 70.0 | - | 1.12 | 0.80 | - |"

@@ -11,6 +11,7 @@ zero-centered gamma, the fused add and bitwise reproducibility.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -229,6 +230,46 @@ def test_tuned_forward(op, cols, dt):
 def test_tuned_backward(op, cols, dt):
     cfg = _config(f"{op}_bwd", cols, *dt, kind="tuned")
     check_backward(cfg, 300, cols)
+
+
+# (op, cols, ctas_per_row, warps_n, min_ctas_per_sm, prefetch): wide and lean forms (the lean
+# one from 32 elements a thread under the cap), one CTA and clusters of several a row
+WGRAD_SHAPES = [
+    ("layernorm_bwd", 4096, 1, 4, 1, True),
+    ("layernorm_bwd", 16384, 4, 4, 3, True),
+    ("layernorm_bwd", 16384, 2, 8, 2, True),
+    ("rmsnorm_bwd", 8192, 1, 8, 1, False),
+    ("rmsnorm_bwd", 65536, 8, 8, 2, True),
+]
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d[0])
+@pytest.mark.parametrize("shape", WGRAD_SHAPES, ids=lambda s: f"{s[0]}-{s[1]}-{s[2]}x{s[3]}")
+def test_wgrad_smem_matches_reference_and_repeats(shape, dt):
+    # dgamma / dbeta sums in shared memory (each setting the shape allows) give the reference's
+    # values, and the same bits on a second launch (each thread owns its slots: no race). Not
+    # bitwise the register form's: the freed registers may switch the kernel from its lean form
+    # (x-hat and dy * gamma computed again for dx) to the wide one (norms.cu BwdRegisters; fp16
+    # rmsnorm_bwd 65536 on 8 CTAs of 8 warps: the outputs were not bitwise equal, run 117).
+    op, cols, ctas, wn, cap, pf = shape
+    base = registry.NormConfig.tuned_for(
+        registry.NormKey(op, *dt), cols, ctas_per_row=ctas, warps_m=1, warps_n=wn,
+        bytes_per_ldg=16, origin="measured", min_ctas_per_sm=cap, prefetch=pf,
+    )  # fmt: skip
+    rows = 150
+    for w in range(1, 2 if base.is_rms else 3):
+        try:
+            cfg = dataclasses.replace(base, wgrad_smem=w)
+        except ValueError:  # slots larger than the static shared memory
+            continue
+        check_backward(cfg, rows, cols)
+        _, runs, _ = run_backward(cfg, rows, cols, repeat=2)
+        for first, second in zip(*runs):
+            if first is not None:
+                assert np.array_equal(first, second, equal_nan=True), (w, shape)
+    if base.is_rms:  # the fused add beside it
+        add = dataclasses.replace(base, fused_add=True, wgrad_smem=1)
+        check_backward(add, rows, cols)
 
 
 @pytest.mark.parametrize("combo", [("fp32", "fp32", "bf16"), ("fp32", "fp32", "fp16")])

@@ -1325,6 +1325,9 @@ def _backward_kernel(
     spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool, clusters: bool = False
 ):
     cfg = spec.config
+    # cfg.wgrad_smem (partial sums in shared memory) is an NVRTC knob: these kernels keep the
+    # sums in registers (same values), and the registry gives the Numba backend no shared entry
+    # that sets it
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
     GENERAL, RMS, ADD, MULTI = spec.general, cfg.is_rms, cfg.fused_add, multi
     NV = NE * LDGS

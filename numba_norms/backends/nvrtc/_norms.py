@@ -95,7 +95,7 @@ def backward_names(spec: NormSpec) -> tuple[str, str]:
     c = spec.config
     if not c.is_backward:
         raise ValueError(f"{spec.op} is not a backward op")
-    main = f"norm_bwd<{_template_args(spec)}, {_flag(c.fused_add)}, {_tail(c)}>"
+    main = f"norm_bwd<{_template_args(spec)}, {_flag(c.fused_add)}, {_tail(c)}, {c.wgrad_smem}>"
     fin = f"norm_bwd_finalize<{_ctype(c.weight)}, {_flag(not c.is_rms)}>"
     return main, fin
 

@@ -287,7 +287,7 @@ struct FwdRegisters {
 //         re-read each row (L1). Scalar general slices re-read as measured: 9-49 elements,
 //         1.00-1.16x on the fastest shapes of runs 14 / 16.
 template <typename Ti, typename Tw, typename To, int THREADS, int MIN_CTAS, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, bool ADD, bool PREFETCH>
+          int LDGS, bool GENERAL, bool RMS, bool ADD, bool PREFETCH, int WG_SMEM>
 struct BwdRegisters {
   static constexpr int E = NUM_ELTS * LDGS;
   static constexpr int CAP_RAW = 65536 / (THREADS * MIN_CTAS);
@@ -295,7 +295,8 @@ struct BwdRegisters {
   // one row's inputs as loaded (packed): x, dy and the fused add
   static constexpr int ROW = E * (int)(sizeof(Ti) + sizeof(To) + (ADD ? sizeof(Ti) : 0)) / 4;
   static constexpr int ADD_COPY = ADD ? E * (int)sizeof(Ti) / 4 : 0;
-  static constexpr int SUMS = (RMS ? 1 : 2) * E;
+  // the dgamma / dbeta sums not kept in shared memory (WG_SMEM of them are)
+  static constexpr int SUMS = ((RMS ? 1 : 2) - WG_SMEM) * E;
   static constexpr int WEIGHTS = E * (int)sizeof(Tw) / 4;
   static constexpr int SLACK = 16;  // indices, pointers, row statistics, reduction temporaries
   static constexpr int WIDE = 2 * E + ADD_COPY + (PREFETCH ? ROW : 0) + SUMS + WEIGHTS + SLACK;
@@ -359,6 +360,41 @@ __device__ __forceinline__ float dx_value(float rs, float dyg, float xhat, float
     return rs * (dyg - (mean_dyg_xhat * xhat + mean_dyg));
   }
 }
+
+// Per-column partial sums held in shared memory instead of registers: each thread owns
+// LDGS * NUM_ELTS slots, interleaved by thread (slot k of thread t at k * THREADS + t; 16-byte
+// groups where NUM_ELTS allows), so a warp's accesses do not conflict and no thread reads
+// another's slots: no barrier is needed.
+template <int THREADS, int NUM_ELTS>
+struct Slots {
+  float* base;
+  __device__ __forceinline__ void load(int it, float (&v)[NUM_ELTS]) const {
+    if constexpr (NUM_ELTS % 4 == 0) {
+      const float4* b4 = reinterpret_cast<const float4*>(base);
+#pragma unroll
+      for (int q = 0; q < NUM_ELTS / 4; ++q) {
+        const float4 t = b4[(it * (NUM_ELTS / 4) + q) * THREADS + threadIdx.x];
+        v[4 * q] = t.x, v[4 * q + 1] = t.y, v[4 * q + 2] = t.z, v[4 * q + 3] = t.w;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < NUM_ELTS; ++j) v[j] = base[(it * NUM_ELTS + j) * THREADS + threadIdx.x];
+    }
+  }
+  __device__ __forceinline__ void store(int it, const float (&v)[NUM_ELTS]) const {
+    if constexpr (NUM_ELTS % 4 == 0) {
+      float4* b4 = reinterpret_cast<float4*>(base);
+#pragma unroll
+      for (int q = 0; q < NUM_ELTS / 4; ++q) {
+        b4[(it * (NUM_ELTS / 4) + q) * THREADS + threadIdx.x] =
+            make_float4(v[4 * q], v[4 * q + 1], v[4 * q + 2], v[4 * q + 3]);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < NUM_ELTS; ++j) base[(it * NUM_ELTS + j) * THREADS + threadIdx.x] = v[j];
+    }
+  }
+};
 
 }  // namespace nn
 
@@ -572,7 +608,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, bool ADD, int MIN_CTAS, bool PREFETCH>
+          int LDGS, bool GENERAL, bool RMS, bool ADD, int MIN_CTAS, bool PREFETCH, int WG_SMEM>
+// WG_SMEM: how many of the per-column partial sums live in shared memory rather than registers
+// (0; LayerNorm 1: dbeta, 2: dgamma and dbeta; RMSNorm 1: dgamma).
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_bwd(const To* dy, const Ti* x, const float* mu, const float* rsigma, const Tw* gamma,
              Ti* dx, const Ti* add, float* dgamma_part, float* dbeta_part, int rows, int cols,
@@ -585,19 +623,41 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
 
-  using Regs = BwdRegisters<Ti, Tw, To, WARPS_M * WARPS_N * 32, MIN_CTAS, NUM_ELTS, LDGS, GENERAL,
-                            RMS, ADD, PREFETCH>;
+  constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  using Regs = BwdRegisters<Ti, Tw, To, THREADS, MIN_CTAS, NUM_ELTS, LDGS, GENERAL, RMS, ADD,
+                            PREFETCH, WG_SMEM>;
   constexpr bool LEAN = Regs::lean;
   Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold> g;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
 
-  // Per-column dgamma/dbeta partial sums over this thread's rows.
+  // Per-column dgamma/dbeta partial sums over this thread's rows: in registers, or (SM_DG /
+  // SM_DB) in shared-memory slots, where dg[it] / db[it] hold vector it only while it is updated.
+  static_assert(WG_SMEM >= 0 && WG_SMEM <= (RMS ? 1 : 2), "WG_SMEM");
+  constexpr bool SM_DB = !RMS && WG_SMEM >= 1;
+  constexpr bool SM_DG = RMS ? WG_SMEM == 1 : WG_SMEM == 2;
+  constexpr int SLOT_FLOATS = LDGS * NUM_ELTS * THREADS;
+  static_assert(WG_SMEM * SLOT_FLOATS * 4 <= 47 * 1024, "WG_SMEM: slots exceed 47 KiB");
+  __shared__ float4 wg_slots[WG_SMEM > 0 ? WG_SMEM * SLOT_FLOATS / 4 : 1];
+  const Slots<THREADS, NUM_ELTS> sg{reinterpret_cast<float*>(wg_slots)};
+  const Slots<THREADS, NUM_ELTS> sb{reinterpret_cast<float*>(wg_slots) + (SM_DG ? SLOT_FLOATS : 0)};
   float dg[LDGS][NUM_ELTS];
   float db[LDGS][NUM_ELTS];
 #pragma unroll
-  for (int it = 0; it < LDGS; ++it)
+  for (int it = 0; it < LDGS; ++it) {
 #pragma unroll
     for (int j = 0; j < NUM_ELTS; ++j) dg[it][j] = db[it][j] = 0.f;
+    if constexpr (SM_DG) sg.store(it, dg[it]);
+    if constexpr (SM_DB) sb.store(it, db[it]);
+  }
+  // Vector it's sums from / back to their slots around its update.
+  const auto take = [&](int it) {
+    if constexpr (SM_DG) sg.load(it, dg[it]);
+    if constexpr (SM_DB) sb.load(it, db[it]);
+  };
+  const auto put = [&](int it) {
+    if constexpr (SM_DG) sg.store(it, dg[it]);
+    if constexpr (SM_DB) sb.store(it, db[it]);
+  };
 
   const float rn = 1.f / (float)cols;
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
@@ -627,6 +687,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     if (!valid && !lockstep) break;
 
     if constexpr (!PREFETCH) load_in(cur, row);
+    // the compiler must not promote the slots to registers across trips
+    if constexpr (WG_SMEM > 0) asm volatile("" ::: "memory");
     if constexpr (LEAN) {
       const float m = cur.m;
       const float rs = cur.rs;
@@ -641,6 +703,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
         const auto gv = g.vec(it);
+        take(it);
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
           const float xx = rx.p[it].get(j);
@@ -654,6 +717,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
           }
           s.y += dyg * xhat;
         }
+        put(it);
       }
       s = reduce_dx_sums<RMS>(s, trip, geo, red, stats, barrier);
       // Opaque to the compiler: otherwise it keeps the first pass's fp32 values live (common
@@ -709,6 +773,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       float2 s = make_float2(0.f, 0.f);
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
+        take(it);
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
           const float xhat = RMS ? xv[it][j] * rs : (xv[it][j] - m) * rs;
@@ -723,6 +788,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
           xv[it][j] = xhat;
           dyv[it][j] = dyg;
         }
+        put(it);
       }
       s = reduce_dx_sums<RMS>(s, trip, geo, red, stats, barrier);
       const float mean_dyg = s.x * rn;
@@ -751,6 +817,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const bool vec_ok = !GENERAL || cols % NUM_ELTS == 0;
 #pragma unroll
   for (int it = 0; it < LDGS; ++it) {
+    take(it);
     const int col = geo.col0 + it * geo.col_step;
     if (vec_ok) {
       store_vec<float, NUM_ELTS, GENERAL>(pg, col, cols, dg[it]);
