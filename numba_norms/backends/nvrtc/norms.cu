@@ -636,6 +636,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   constexpr bool SM_DB = !RMS && WG_SMEM >= 1;
   constexpr bool SM_DG = RMS ? WG_SMEM == 1 : WG_SMEM == 2;
   constexpr int SLOT_FLOATS = LDGS * NUM_ELTS * THREADS;
+  // registry.WGRAD_SMEM_BYTES (the registry refuses larger entries; this is the backstop)
   static_assert(WG_SMEM * SLOT_FLOATS * 4 <= 47 * 1024, "WG_SMEM: slots exceed 47 KiB");
   __shared__ float4 wg_slots[WG_SMEM > 0 ? WG_SMEM * SLOT_FLOATS / 4 : 1];
   const Slots<THREADS, NUM_ELTS> sg{reinterpret_cast<float*>(wg_slots)};
