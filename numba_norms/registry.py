@@ -158,8 +158,8 @@ class NormConfig:
         Tuned backward entries only: how many of the per-column dgamma / dbeta partial sums each
         thread keeps in shared memory instead of registers (0; LayerNorm 1: dbeta, 2: both;
         RMSNorm 1: dgamma). Frees registers on long rows; the slots (``warps_m * hidden_size /
-        ctas_per_row`` floats each) must fit :data:`WGRAD_SMEM_BYTES`. The NVRTC kernels follow
-        it; the Numba kernels keep the sums in registers.
+        ctas_per_row`` floats each) must fit :data:`WGRAD_SMEM_BYTES`. Both backends follow it;
+        the Numba backend gets no shared entry that sets it (measured on NVRTC only).
     """
 
     op: str
@@ -424,7 +424,8 @@ def norm_configs(include_fp8: bool = False, backend: str | None = None) -> tuple
     text = resources.files("numba_norms").joinpath("data/te_norm_registry.json").read_text()
     measured = measured_configs()
     if backend in BACKEND_TABLES:
-        # without the shared entries that use a knob only the NVRTC kernels have (wgrad_smem)
+        # without the shared entries whose wgrad_smem was timed on NVRTC only (Numba's own
+        # entries serve those sizes)
         measured = measured_configs(backend) + tuple(c for c in measured if not c.wgrad_smem)
     entries = [c for c in measured if include_fp8 or c.output not in FP8_DTYPES]
     for raw in json.loads(text)["entries"]:

@@ -391,6 +391,26 @@ def test_grid_of_rows(monkeypatch, op, max_grid_y):
 
 
 @needs_sim
+@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("op,w", [("layernorm", 1), ("layernorm", 2), ("rmsnorm", 1)])
+def test_backward_sums_in_shared_memory(monkeypatch, op, w, prefetch):
+    """A backward entry with wgrad_smem (dbeta, then dgamma, in per-thread shared-memory
+    slots): 2 warp rows a CTA, 2 vectors a thread, 37 rows over several trips."""
+    dtypes = ("bf16", "bf16", "bf16")
+    key = registry.NormKey(f"{op}_bwd", *dtypes)
+    cfg = registry.NormConfig.tuned_for(
+        key, 512, ctas_per_row=1, warps_m=2, warps_n=1, origin="measured", prefetch=prefetch,
+        wgrad_smem=w,
+    )  # fmt: skip
+    x, g, b, dy = inputs(37, 512, dtypes, 31)
+    y, mu, rs, _ = run_forward(op, dtypes, x, g, b, general=False)
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    dx, dg, db, plan = run_backward(op, dtypes, dy, x, mu, rs, g, general=False)
+    assert plan.spec.config is cfg and plan.spec.ldgs == 2 and plan.row_iterations > 1
+    check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, zero_centered=False)
+
+
+@needs_sim
 def test_column_counts_match_brute_force():
     # the general kernels' element counts (used by Chan's combination) for several CTAs a row
     rng = np.random.default_rng(0)
@@ -840,15 +860,23 @@ def test_forward_pipeline(monkeypatch, op, dtypes, cols):
 
 
 @needs_compiler
-def test_wgrad_smem_entries_are_nvrtc_only():
-    """Shared entries with dgamma / dbeta sums in shared memory (an NVRTC knob) never reach the
-    Numba backend through the registry; given one directly, the Numba kernel keeps the sums in
-    registers: no shared array of the slots' size."""
+def test_wgrad_smem_slots_in_the_ptx():
+    """The shared table's entries with dgamma / dbeta sums in shared memory (NVRTC-measured) do
+    not reach the Numba backend through the registry (it has its own entries there); given one,
+    the Numba kernel declares the slots: 4 bytes a column and moved sum."""
     assert any(c.wgrad_smem for c in registry.norm_configs())
     assert not any(c.wgrad_smem for c in registry.norm_configs(backend="numba"))
     spec = find_spec("layernorm_bwd", "tuned", 65536, BF16)
     assert spec.config.wgrad_smem == 1
-    ptx = compile_ptx(spec)
     slots = 4 * spec.threads * spec.ldgs * spec.num_elts
-    sizes = [int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", ptx)]
-    assert sizes and max(sizes) < slots, sizes
+    sizes = [
+        int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", compile_ptx(spec))
+    ]
+    assert slots in sizes, sizes
+    plain = planner.norm_spec(
+        dataclasses.replace(spec.config, wgrad_smem=0), 65536, 8, planner.DeviceLimits(sm_count=132)
+    )
+    sizes = [
+        int(n) for n in re.findall(r"\.shared \.align \d+ \.b8 \S+\[(\d+)\]", compile_ptx(plain))
+    ]
+    assert slots not in sizes, sizes

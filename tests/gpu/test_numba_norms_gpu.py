@@ -187,3 +187,26 @@ def test_bitwise_identical_repeats(op, cols, general):
         if u is not None:
             np.testing.assert_array_equal(u, v)
     cuda.synchronize()
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize(
+    "op, cols, ctas, warps_n, w",
+    [("layernorm", 16384, 8, 1, 2), ("layernorm", 65536, 8, 4, 1), ("rmsnorm", 8192, 1, 8, 1)],
+)
+def test_backward_sums_in_shared_memory(monkeypatch, op, cols, ctas, warps_n, w, dtype):
+    """Backward entries with dgamma / dbeta in shared-memory slots (``wgrad_smem``; the first
+    two are the NVRTC table's layernorm_bwd bf16 shapes), rows of one CTA and 8-CTA clusters."""
+    dtypes = SAME[dtype]
+    cfg = registry.NormConfig.tuned_for(
+        registry.NormKey(f"{op}_bwd", *dtypes), cols, ctas_per_row=ctas, warps_m=1,
+        warps_n=warps_n, origin="measured", prefetch=True, wgrad_smem=w,
+    )  # fmt: skip
+    select = registry.select_norm
+    monkeypatch.setattr(
+        registry,
+        "select_norm",
+        lambda key, *a, **k: cfg if key.op.endswith("_bwd") else select(key, *a, **k),
+    )
+    _, bplan = _fwd_bwd(op, dtypes, 40, cols, general=False, seed=5)
+    assert bplan.spec.config is cfg and bplan.ctas_per_row == ctas

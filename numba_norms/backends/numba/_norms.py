@@ -1325,12 +1325,19 @@ def _backward_kernel(
     spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool, clusters: bool = False
 ):
     cfg = spec.config
-    # cfg.wgrad_smem (partial sums in shared memory) is an NVRTC knob: these kernels keep the
-    # sums in registers (same values), and the registry gives the Numba backend no shared entry
-    # that sets it
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
     GENERAL, RMS, ADD, MULTI = spec.general, cfg.is_rms, cfg.fused_add, multi
     NV = NE * LDGS
+    # wgrad_smem: dgamma (SM_DG) / dbeta (SM_DB) sums in shared memory, as the NVRTC kernel's
+    # WG_SMEM: each thread's NV slots interleaved by thread (slot j of thread t at j * T + t).
+    # The lean / pipeline choices below ignore it: counting the moved sums out chose the wide
+    # pipelined form at layernorm_bwd bf16 16384 / 32768 (8 CTAs of 1 / 2 warps), which spilled
+    # 492 / 472 B (ptxas through nvJitLink) against 16 / 12 B in the lean form.
+    T = WM * WN * 32
+    SM_DB = not RMS and cfg.wgrad_smem >= 1
+    SM_DG = cfg.wgrad_smem == (1 if RMS else 2)
+    WGS = (SM_DG + SM_DB) * NV * T
+    DBO = NV * T if SM_DG else 0  # where the dbeta slots start
     CHUNK = WN * 32 * NE
     SM = 2 * WM * WN * 2
     RED = WM * WN * 32 if _SIM else 1
@@ -1418,6 +1425,8 @@ def _backward_kernel(
         gv = cuda.local.array(NE, F32)  # one re-read gamma vector (REREAD)
         dga = cuda.local.array(NV, F32)
         dba = cuda.local.array(NV, F32)
+        if WGS:
+            wgs = cuda.shared.array(WGS, F32)
         at = cuda.local.array(NE, F32)
         rn = _ONE / F32(cols)
 
@@ -1434,6 +1443,10 @@ def _backward_kernel(
         for j in range(NV):
             dga[j] = _ZERO
             dba[j] = _ZERO
+            if SM_DG:
+                wgs[j * T + tid] = _ZERO
+            if SM_DB:
+                wgs[DBO + j * T + tid] = _ZERO
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
         rnext = _ZERO
@@ -1479,8 +1492,13 @@ def _backward_kernel(
                     d = dt[k] if LEAN else dys[j]
                     dyg = d * g
                     if valid:
-                        dga[j] += d * xh
-                        if not RMS:
+                        if SM_DG:
+                            wgs[j * T + tid] += d * xh
+                        else:
+                            dga[j] += d * xh
+                        if SM_DB:
+                            wgs[DBO + j * T + tid] += d
+                        elif not RMS:
                             dba[j] += d
                     sdy += dyg
                     sdyy += dyg * xh
@@ -1588,6 +1606,12 @@ def _backward_kernel(
                     dys[j] = dyn[j]
 
         # this warp row's partial dgamma / dbeta (the finalize kernel sums the rows in order)
+        if WGS:
+            for j in range(NV):
+                if SM_DG:
+                    dga[j] = wgs[j * T + tid]
+                if SM_DB:
+                    dba[j] = wgs[DBO + j * T + tid]
         poff = (group * WM + warp_m) * cols
         for it in range(LDGS):
             c = col0 + it * step
