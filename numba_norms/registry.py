@@ -255,6 +255,14 @@ class NormConfig:
         return self.op.startswith("rmsnorm")
 
     @property
+    def smem_sums(self) -> tuple[bool, bool]:
+        """(dgamma, dbeta): which partial sums ``wgrad_smem`` puts in shared memory (LayerNorm
+        moves dbeta first; the NVRTC kernel's SM_DG / SM_DB make the same choice)."""
+        if self.is_rms:
+            return self.wgrad_smem == 1, False
+        return self.wgrad_smem == 2, self.wgrad_smem >= 1
+
+    @property
     def threads(self) -> int:
         return self.warps_m * self.warps_n * WARP_SIZE
 

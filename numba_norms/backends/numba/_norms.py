@@ -1334,8 +1334,7 @@ def _backward_kernel(
     # pipelined form at layernorm_bwd bf16 16384 / 32768 (8 CTAs of 1 / 2 warps), which spilled
     # 492 / 472 B (ptxas through nvJitLink) against 16 / 12 B in the lean form.
     T = WM * WN * 32
-    SM_DB = not RMS and cfg.wgrad_smem >= 1
-    SM_DG = cfg.wgrad_smem == (1 if RMS else 2)
+    SM_DG, SM_DB = cfg.smem_sums
     WGS = (SM_DG + SM_DB) * NV * T
     DBO = NV * T if SM_DG else 0  # where the dbeta slots start
     CHUNK = WN * 32 * NE

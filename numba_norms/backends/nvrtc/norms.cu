@@ -633,6 +633,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   // Per-column dgamma/dbeta partial sums over this thread's rows: in registers, or (SM_DG /
   // SM_DB) in shared-memory slots, where dg[it] / db[it] hold vector it only while it is updated.
   static_assert(WG_SMEM >= 0 && WG_SMEM <= (RMS ? 1 : 2), "WG_SMEM");
+  // (registry.NormConfig.smem_sums makes the same choice for the Numba kernel)
   constexpr bool SM_DB = !RMS && WG_SMEM >= 1;
   constexpr bool SM_DG = RMS ? WG_SMEM == 1 : WG_SMEM == 2;
   constexpr int SLOT_FLOATS = LDGS * NUM_ELTS * THREADS;
