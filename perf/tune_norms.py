@@ -419,6 +419,7 @@ def run(args) -> int:
                         cands = shape_candidates(refine, key, cols, args.top)
                     else:
                         cands = refine_candidates(refine, key, cols, args.top)
+                    cands = [v for c in cands for v in wgrad_variants(c, args.wgrad_smem)]
                     ahead += cands
                 if backend == "numba":  # one batch: the workers build them side by side
                     prefetch(ahead, cols, prob.kind)
@@ -578,8 +579,9 @@ def main() -> int:
         "--wgrad-smem",
         choices=("also", "only"),
         default=None,
-        help="backward ops: time every shape also ('only': just) with its dgamma / dbeta sums in "
-        "shared memory (NormConfig.wgrad_smem, each value whose slots fit)",
+        help="backward ops: time every shape (with --refine: every refined candidate) also "
+        "('only': just) with its dgamma / dbeta sums in shared memory (NormConfig.wgrad_smem, "
+        "each value whose slots fit)",
     )
     p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
     p.add_argument("--target-ms", type=float, default=12.0)
