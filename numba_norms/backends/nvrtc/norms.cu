@@ -215,17 +215,21 @@ struct Weights {
       for (int it = 0; it < LDGS; ++it) p[it].opaque();
     }
   }
-  // Element j of vector `it`, given v = vec(it).
+  // Element j of vector `it`, given v = vec(it) (REMAT: see Remat).
+  template <bool REMAT = false>
   __device__ __forceinline__ float at(const P& v, int it, int j) const {
     if constexpr (!HOLD && NUM_ELTS == 1) {
       return (*this)(it, j);
     } else if constexpr (!HOLD || PACKED) {
-      return v.get(j) + shift;
+      return v.template get<REMAT>(j) + shift;
     } else {
-      return v.get(j);
+      return v.template get<REMAT>(j);
     }
   }
-  __device__ __forceinline__ float operator()(int it, int j) const {
+  __device__ __forceinline__ float operator()(int it, int j) const { return get<false>(it, j); }
+  // The same (REMAT: see Remat).
+  template <bool REMAT>
+  __device__ __forceinline__ float get(int it, int j) const {
     if constexpr (!HOLD) {
       static_assert(NUM_ELTS == 1, "re-read vectors: use vec() and at()");
       const int col = col0 + it * col_step;
@@ -237,9 +241,9 @@ struct Weights {
         return __ldg(w + col) + shift;
       }
     } else if constexpr (PACKED) {
-      return p[it].get(j) + shift;
+      return p[it].template get<REMAT>(j) + shift;
     } else {
-      return p[it].get(j);
+      return p[it].template get<REMAT>(j);
     }
   }
 };
@@ -708,10 +712,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         take(it);
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
-          const float xx = rx.p[it].get(j);
+          const float xx = rx.p[it].template get<true>(j);
           const float xhat = RMS ? xx * rs : (xx - m) * rs;
-          const float d = rdy.p[it].get(j);
-          const float dyg = d * g.at(gv, it, j);
+          const float d = rdy.p[it].template get<true>(j);
+          const float dyg = d * g.template at<true>(gv, it, j);
           dg[it][j] += d * xhat;
           if constexpr (!RMS) {
             db[it][j] += d;
@@ -737,9 +741,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
           float o[NUM_ELTS];
 #pragma unroll
           for (int j = 0; j < NUM_ELTS; ++j) {
-            const float xx = rx.p[it].get(j);
+            const float xx = rx.p[it].template get<true>(j);
             const float xhat = RMS ? xx * rs : (xx - m) * rs;
-            const float dyg = rdy.p[it].get(j) * g.at(gv, it, j);
+            const float dyg = rdy.p[it].template get<true>(j) * g.template at<true>(gv, it, j);
             o[j] = dx_value<RMS>(rs, dyg, xhat, mean_dyg_xhat, mean_dyg);
           }
           if constexpr (ADD) {
@@ -747,7 +751,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
             a.template load_cols<GENERAL>(add + (long long)row * add_stride,
                                           geo.col0 + it * geo.col_step, cols);
 #pragma unroll
-            for (int j = 0; j < NUM_ELTS; ++j) o[j] += a.get(j);
+            for (int j = 0; j < NUM_ELTS; ++j) o[j] += a.template get<true>(j);
           }
           store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
         }
@@ -757,8 +761,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       float dyv[LDGS][NUM_ELTS];
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
-        cur.x.p[it].to_float(xv[it]);
-        cur.dy.p[it].to_float(dyv[it]);
+        cur.x.p[it].template to_float<true>(xv[it]);
+        cur.dy.p[it].template to_float<true>(dyv[it]);
       }
       const float m = cur.m;
       const float rs = cur.rs;
@@ -780,7 +784,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         for (int j = 0; j < NUM_ELTS; ++j) {
           const float xhat = RMS ? xv[it][j] * rs : (xv[it][j] - m) * rs;
           const float d = dyv[it][j];
-          const float dyg = d * g(it, j);
+          const float dyg = d * g.template get<true>(it, j);
           dg[it][j] += d * xhat;
           if constexpr (!RMS) {
             db[it][j] += d;
@@ -803,7 +807,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
           for (int j = 0; j < NUM_ELTS; ++j) {
             o[j] = dx_value<RMS>(rs, dyv[it][j], xv[it][j], mean_dyg_xhat, mean_dyg);
-            if constexpr (ADD) o[j] += ap[it].get(j);
+            if constexpr (ADD) o[j] += ap[it].template get<true>(j);
           }
           store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
         }

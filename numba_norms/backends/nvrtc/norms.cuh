@@ -46,12 +46,36 @@ __device__ __forceinline__ float hi16_to_float(unsigned w, fp16) {
   asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(w));
   return f;
 }
+// The same from a 16-bit operand (Remat): ptxas then widens again from the packed word where
+// registers run short, as it does bf16's shift, instead of keeping both halves unpacked. The
+// backward (all its widening) holds packed words across a row (gamma, the pipeline's next row,
+// the lean form's row): with the {l, h} unpacking layernorm_bwd fp16 16384 / 32768 (8 CTAs of
+// 1 / 2 warps, the pipeline) spilled 140 / 124 B where bf16 spilled 0 / 12, with this none
+// (ptxas, sm_90). The forwards keep the unpacking: this form gave them up to 9% more SASS and
+// ran 0.90-0.97x at layernorm_fwd fp16 1024-16384 (H200, run 122).
+struct Remat {};
+__device__ __forceinline__ float lo16_to_float(unsigned w, fp16, Remat) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(w & 0xffffu)));
+  return f;
+}
+__device__ __forceinline__ float hi16_to_float(unsigned w, fp16, Remat) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(w >> 16)));
+  return f;
+}
 // bf16 is the upper half of an fp32: widening is a shift (or a mask for the high element).
 __device__ __forceinline__ float lo16_to_float(unsigned w, bf16) {
   return __uint_as_float(w << 16);
 }
 __device__ __forceinline__ float hi16_to_float(unsigned w, bf16) {
   return __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ float lo16_to_float(unsigned w, bf16, Remat) {
+  return lo16_to_float(w, bf16());
+}
+__device__ __forceinline__ float hi16_to_float(unsigned w, bf16, Remat) {
+  return hi16_to_float(w, bf16());
 }
 
 // Two floats -> one 32-bit word {hi:lo}, round to nearest even.
@@ -192,10 +216,15 @@ struct Pack {
     for (int i = 0; i < WORDS; ++i) asm volatile("" : "+r"(w[i]));
   }
 
-  // Element j (a compile-time index once unrolled) widened to float.
+  // Element j (a compile-time index once unrolled) widened to float (REMAT: see Remat).
+  template <bool REMAT = false>
   __device__ __forceinline__ float get(int j) const {
     if constexpr (same_type<T, float>::value) {
       return __uint_as_float(w[j]);
+    } else if constexpr (REMAT) {
+      static_assert(is_half16<T>::value, "unsupported storage type");
+      return (j & 1) ? hi16_to_float(w[j >> 1], T(), Remat())
+                     : lo16_to_float(w[j >> 1], T(), Remat());
     } else {
       static_assert(is_half16<T>::value, "unsupported storage type");
       return (j & 1) ? hi16_to_float(w[j >> 1], T()) : lo16_to_float(w[j >> 1], T());
@@ -228,9 +257,10 @@ struct Pack {
     }
   }
 
+  template <bool REMAT = false>
   __device__ __forceinline__ void to_float(float (&f)[N]) const {
 #pragma unroll
-    for (int j = 0; j < N; ++j) f[j] = get(j);
+    for (int j = 0; j < N; ++j) f[j] = get<REMAT>(j);
   }
 
   __device__ __forceinline__ void from_float(const float (&f)[N]) {
