@@ -71,12 +71,6 @@ __device__ __forceinline__ float lo16_to_float(unsigned w, bf16) {
 __device__ __forceinline__ float hi16_to_float(unsigned w, bf16) {
   return __uint_as_float(w & 0xffff0000u);
 }
-__device__ __forceinline__ float lo16_to_float(unsigned w, bf16, Remat) {
-  return lo16_to_float(w, bf16());
-}
-__device__ __forceinline__ float hi16_to_float(unsigned w, bf16, Remat) {
-  return hi16_to_float(w, bf16());
-}
 
 // Two floats -> one 32-bit word {hi:lo}, round to nearest even.
 __device__ __forceinline__ unsigned pack2(float lo, float hi, fp16) {
@@ -221,8 +215,7 @@ struct Pack {
   __device__ __forceinline__ float get(int j) const {
     if constexpr (same_type<T, float>::value) {
       return __uint_as_float(w[j]);
-    } else if constexpr (REMAT) {
-      static_assert(is_half16<T>::value, "unsupported storage type");
+    } else if constexpr (REMAT && same_type<T, fp16>::value) {
       return (j & 1) ? hi16_to_float(w[j >> 1], T(), Remat())
                      : lo16_to_float(w[j >> 1], T(), Remat());
     } else {
