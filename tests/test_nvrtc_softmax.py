@@ -420,6 +420,7 @@ def _emu_rewrite_asm(m: re.Match) -> str:
     table = [
         ("cvt.f32.f16 %0, l", lambda: f"{o[0]} = emu_h2f((unsigned short)({i[0]} & 0xffffu));"),
         ("cvt.f32.f16 %0, h", lambda: f"{o[0]} = emu_h2f((unsigned short)({i[0]} >> 16));"),
+        ("cvt.f32.f16 %0, %1", lambda: f"{o[0]} = emu_h2f({i[0]});"),  # a 16-bit operand
         (
             "cvt.rn.f16x2.f32",
             lambda: f"{o[0]} = emu_f2h({i[1]}) | (unsigned)emu_f2h({i[0]}) << 16;",

@@ -55,13 +55,15 @@ __device__ __forceinline__ float hi16_to_float(unsigned w, fp16) {
 // ran 0.90-0.97x at layernorm_fwd fp16 1024-16384 (H200, run 122).
 struct Remat {};
 __device__ __forceinline__ float lo16_to_float(unsigned w, fp16, Remat) {
+  const unsigned short h = (unsigned short)(w & 0xffffu);
   float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(w & 0xffffu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
 __device__ __forceinline__ float hi16_to_float(unsigned w, fp16, Remat) {
+  const unsigned short h = (unsigned short)(w >> 16);
   float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(w >> 16)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
 // bf16 is the upper half of an fp32: widening is a shift (or a mask for the high element).
