@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -95,7 +96,7 @@ def _compile_check(spec: NormSpec, arch: str) -> None:
 def test_fp8_name_expressions():
     spec = _find("layernorm_fwd", "tuned", 4096, "bf16", "fp8e4m3")
     assert _norms.forward_name(spec) == (
-        "norm_fwd<nn::bf16, nn::bf16, nn::fp8e4m3, 1, 4, 8, 4, false, false, 1, false>"
+        "norm_fwd<nn::bf16, nn::bf16, nn::fp8e4m3, 1, 4, 8, 4, false, false, 1, false, false>"
     )
     spec = _find("rmsnorm_fwd", "general", 512, "fp16", "fp8e5m2", vec=1)
     assert _norms.forward_name(spec).startswith("norm_fwd<nn::fp16, nn::fp16, nn::fp8e5m2, ")
@@ -145,10 +146,23 @@ def _ptx(name: str, arch: str) -> str:
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def test_one_cta_layernorm_forwards_leave_the_exchange_out():
+    """LayerNorm's one-CTA rows compile the forward without the inter-CTA exchange (no grid size
+    read); rows of several CTAs and RMSNorm keep it."""
+    one = _find("layernorm_fwd", "tuned", 8192, "bf16", "fp8e4m3")
+    assert one.ctas_per_row == 1 and not _norms.exchange(one)
+    multi = dataclasses.replace(one, ctas_per_row=2)
+    rms = _find("rmsnorm_fwd", "tuned", 4096, "bf16", "fp8e5m2")
+    assert _norms.exchange(multi) and rms.ctas_per_row == 1 and _norms.exchange(rms)
+    without, with_ = (_ptx(_norms.forward_name(s), "sm_90") for s in (one, multi))
+    assert "%nctaid.x" not in without
+    assert "%nctaid.x" in with_
+
+
 @pytest.mark.parametrize("fmt", FP8)
 def test_fp8_conversion_path_per_arch(fmt):
     """sm_90: cvt.rn.satfinite; sm_80: bit arithmetic. Both: one amax atomic, IEEE 1/scale."""
-    name = f"norm_fwd<nn::bf16, nn::bf16, nn::{fmt}, 4, 1, 8, 3, false, false, 1, false>"
+    name = f"norm_fwd<nn::bf16, nn::bf16, nn::{fmt}, 4, 1, 8, 3, false, false, 1, false, false>"
     short = fmt[3:]
     hw, sw = _ptx(name, "sm_90"), _ptx(name, "sm_80")
     assert f"cvt.rn.satfinite.{short}x2.f32" in hw
@@ -157,7 +171,7 @@ def test_fp8_conversion_path_per_arch(fmt):
         assert len(re.findall(r"atom\.global\.max\.s32", ptx)) == 1
         assert "rcp.approx" not in ptx
     plain = _ptx(
-        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 4, 1, 8, 3, false, false, 1, false>", "sm_90"
+        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 4, 1, 8, 3, false, false, 1, false, false>", "sm_90"
     )
     assert "satfinite" not in plain and "atom.global.max.s32" in plain
 

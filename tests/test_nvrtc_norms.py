@@ -207,12 +207,12 @@ def test_register_cap_reaches_ptxas():
 def test_name_expressions():
     fwd = _find("layernorm_fwd", "tuned", 4096, "bf16", "bf16", "bf16")
     assert _norms.forward_name(fwd) == (
-        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 1, 4, 8, 4, false, false, 1, false>"
+        "norm_fwd<nn::bf16, nn::bf16, nn::bf16, 1, 4, 8, 4, false, false, 1, false, false>"
     )
     mixed = _find("layernorm_fwd", "tuned", 1024, "fp32", "fp32", "bf16")
     assert (
         _norms.forward_name(mixed)
-        == "norm_fwd<float, float, nn::bf16, 4, 1, 4, 8, false, false, 1, false>"
+        == "norm_fwd<float, float, nn::bf16, 4, 1, 4, 8, false, false, 1, false, false>"
     )
     rms = _find("rmsnorm_bwd", "general", 128, "fp16", "fp16", "fp16", add=True, cols=130, vec=1)
     assert _norms.backward_names(rms) == (

@@ -3,9 +3,9 @@
 A :class:`~numba_norms.planner.NormSpec` maps to C++ name expressions of the kernel templates;
 :func:`compile_spec` compiles them through :func:`rtc.compile` (with this package directory as
 the include path, so ``norms.cuh`` is found and is part of the cache key). Loaded kernels are
-cached per ``(spec.kernel_key, device)``; launch records (an :class:`rtc.Launcher` per kernel,
-scratch offsets) are cached per plan object, so a call costs a dict lookup, a few attribute
-reads and the launcher calls.
+cached per ``(spec.kernel_key, exchange(spec), device)``; launch records (an
+:class:`rtc.Launcher` per kernel, scratch offsets) are cached per plan object, so a call costs a
+dict lookup, a few attribute reads and the launcher calls.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ __all__ = [
     "compile_backward",
     "compile_forward",
     "compile_spec",
+    "exchange",
     "forward",
     "forward_name",
     "launchers",
@@ -83,11 +84,24 @@ def _tail(c) -> str:
     return f"{c.min_ctas_per_sm}, {_flag(c.prefetch)}"
 
 
+def exchange(spec: NormSpec) -> bool:
+    """Whether the forward kernel of ``spec`` is compiled with the inter-CTA exchange.
+
+    Rows of several CTAs need it. LayerNorm's one-CTA rows leave it out, which makes the column
+    step a constant (layernorm_fwd_fp8 bf16 1.04-1.32x, fp16 1.06-1.13x; H200 run 129). RMSNorm
+    keeps it: without it ptxas spilled in its pipelined forwards (NVRTC 13.0, sm_90: 14 of its
+    bf16 kernels, e.g. 4096 8 -> 88 B) and it ran 0.73-0.98x elsewhere (rmsnorm_fwd_fp8 fp16
+    16384 / 65536 0.729 / 0.762x, run 129). The backward keeps it always (without it ptxas
+    spilled: layernorm_bwd 2048 / 4096 0.48 / 0.46x, run 127).
+    """
+    return spec.ctas_per_row > 1 or spec.config.is_rms
+
+
 def forward_name(spec: NormSpec) -> str:
     """Name expression of the forward kernel of ``spec``."""
     if spec.config.is_backward:
         raise ValueError(f"{spec.op} is not a forward op")
-    return f"norm_fwd<{_template_args(spec)}, {_tail(spec.config)}>"
+    return f"norm_fwd<{_template_args(spec)}, {_tail(spec.config)}, {_flag(exchange(spec))}>"
 
 
 def backward_names(spec: NormSpec) -> tuple[str, str]:
@@ -135,7 +149,7 @@ def compile_spec(
 
 
 # ----------------------------------------------------------------------------------------------
-# loaded kernels: (kernel_key, device) -> (main, finalize or None)
+# loaded kernels: (kernel_key, exchange, device) -> (main, finalize or None)
 # ----------------------------------------------------------------------------------------------
 
 _kernels: dict[tuple, tuple[Any, Any]] = {}
@@ -152,7 +166,7 @@ def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
     """
     if device is None:
         device = current_device("NVRTC norm kernels")
-    key = (spec.kernel_key, device)
+    key = (spec.kernel_key, exchange(spec), device)
     ks = _kernels.get(key)
     if ks is not None:
         return ks

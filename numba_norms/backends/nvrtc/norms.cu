@@ -23,7 +23,10 @@ __device__ __forceinline__ int covered(int first, int step, int cols) {
 }
 
 // Where a thread sits (design.md "Thread mapping") and what it needs for row reductions.
-template <int WARPS_M, int WARPS_N, int NUM_ELTS>
+// EXCHANGE: the kernel may run with several CTAs a row (gridDim.x > 1) and holds the inter-CTA
+// exchange of row_reduce. Without it the CTA count is the constant 1, and so is the column step
+// (see norm_fwd).
+template <int WARPS_M, int WARPS_N, int NUM_ELTS, bool EXCHANGE = true>
 struct Geometry {
   static constexpr int WARP_COLS = 32 * NUM_ELTS;
   static constexpr int CTA_COLS = WARPS_N * WARP_COLS;
@@ -36,8 +39,8 @@ struct Geometry {
     const int warp = threadIdx.x / 32;
     warp_m = warp / WARPS_N;
     warp_n = warp % WARPS_N;
-    cta_n = blockIdx.x;
-    ctas = gridDim.x;
+    cta_n = EXCHANGE ? (int)blockIdx.x : 0;
+    ctas = EXCHANGE ? (int)gridDim.x : 1;
     col0 = (cta_n * WARPS_N + warp_n) * WARP_COLS + lane * NUM_ELTS;
     col_step = ctas * CTA_COLS;
   }
@@ -52,15 +55,31 @@ struct Geometry {
   }
 };
 
+// Where the vectors of a thread's slice of a row start: vector `it` at p + first + it * col_step,
+// `left` columns from p to the row end. FOLD (LayerNorm): the thread's first column is folded
+// into p once, so the vectors sit at fixed offsets from one address (immediates where the column
+// step is a constant) instead of each getting its own 64-bit address (ncu, run 126); with the
+// one-CTA forwards (norm_fwd) LayerNorm ran 0.991-1.314x (H200, run 130). RMSNorm adds each
+// vector's column to the row start: folded it ran 0.92-0.98x on several shapes (rmsnorm_bwd
+// fp32 16384 0.917x in runs 128 and 129).
+template <bool FOLD, typename T>
+struct Slice {
+  T* p;
+  int first, left;
+  __device__ __forceinline__ Slice(T* row, int col0, int cols)
+      : p(FOLD ? row + col0 : row), first(FOLD ? 0 : col0), left(FOLD ? cols - col0 : cols) {}
+};
+
 // Completes a row reduction of `v` (already reduced over the lanes of each warp): across the
 // WARPS_N warps of the row in warp order, then across the CTAs of the row in CTA order. `fold`
 // provides start(i) (reset for the first part, index i) and operator()(acc, part, i). Every
 // thread of the CTA must call it, on every trip.
-template <int WARPS_M, int WARPS_N, int NUM_ELTS, typename WarpFold, typename CtaFold>
-__device__ __forceinline__ float2 row_reduce(float2 v, int trip,
-                                             const Geometry<WARPS_M, WARPS_N, NUM_ELTS>& geo,
-                                             float2 (&red)[2][WARPS_M][WARPS_N], float* stats,
-                                             int* barrier, WarpFold& wfold, CtaFold& cfold) {
+template <int WARPS_M, int WARPS_N, int NUM_ELTS, bool EXCHANGE, typename WarpFold,
+          typename CtaFold>
+__device__ __forceinline__ float2 row_reduce(
+    float2 v, int trip, const Geometry<WARPS_M, WARPS_N, NUM_ELTS, EXCHANGE>& geo,
+    float2 (&red)[2][WARPS_M][WARPS_N], float* stats, int* barrier, WarpFold& wfold,
+    CtaFold& cfold) {
   const int parity = trip & 1;  // double buffers: one barrier per exchange suffices
   if constexpr (WARPS_N > 1) {
     if (geo.lane == 0) red[parity][geo.warp_m][geo.warp_n] = v;
@@ -165,24 +184,25 @@ struct CtaCounts {
 // read the same slice, so it stays in L1. Scalar slices of many elements cannot hold their
 // weights: at one 32-bit register an element they spilled (ptxas, layernorm_fwd 12289 columns,
 // 49 elements a thread: 340 B of spill stores).
-template <typename Tw, int LDGS, int NUM_ELTS, bool GENERAL, bool HOLD = true>
+template <typename Tw, int LDGS, int NUM_ELTS, bool GENERAL, bool HOLD = true, bool FOLD = false>
 struct Weights {
   static constexpr bool PACKED = !same_type<Tw, float>::value;
   using P = Pack<Tw, NUM_ELTS>;
   P p[HOLD ? LDGS : 1];
-  const Tw* w;
-  int col0, col_step, cols;
+  const Tw* w;            // as Slice: vector it at w + col0 + it * col_step,
+  int col0, col_step, cols;  // cols columns from w to the row end
   float shift;
 
   __device__ __forceinline__ void load(const Tw* w_, int col0_, int col_step_, int cols_,
                                        float s) {
     shift = s;
+    const Slice<FOLD, const Tw> sl(w_, col0_, cols_);
     if constexpr (!HOLD) {
-      w = w_, col0 = col0_, col_step = col_step_, cols = cols_;
+      w = sl.p, col0 = sl.first, col_step = col_step_, cols = sl.left;
     } else {
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
-        p[it].template load_cols<GENERAL>(w_, col0_ + it * col_step_, cols_);
+        p[it].template load_cols<GENERAL>(sl.p, sl.first + it * col_step_, sl.left);
       }
       if constexpr (!PACKED) {
         if (s != 0.f) {
@@ -314,7 +334,7 @@ struct BwdRegisters {
 
 // The LDGS vectors of one row slice of this thread, as stored (packed). Rows at or past `rows`
 // read as zeros; so do the general kernel's columns past the row end.
-template <typename T, int LDGS, int NUM_ELTS, bool GENERAL>
+template <typename T, int LDGS, int NUM_ELTS, bool GENERAL, bool FOLD = false>
 struct RowSlice {
   Pack<T, NUM_ELTS> p[LDGS];
   __device__ __forceinline__ void opaque() {
@@ -323,11 +343,11 @@ struct RowSlice {
   }
   __device__ __forceinline__ void load(const T* base, long long stride, int row, int rows,
                                        int col0, int col_step, int cols) {
-    const T* r = base + (long long)row * stride;
+    const Slice<FOLD, const T> r(base + (long long)row * stride, col0, cols);
 #pragma unroll
     for (int it = 0; it < LDGS; ++it) {
       if (row < rows) {
-        p[it].template load_cols<GENERAL>(r, col0 + it * col_step, cols);
+        p[it].template load_cols<GENERAL>(r.p, r.first + it * col_step, r.left);
       } else {
 #pragma unroll
         for (int i = 0; i < Pack<T, NUM_ELTS>::WORDS; ++i) p[it].w[i] = 0u;
@@ -402,14 +422,36 @@ struct Slots {
 
 }  // namespace nn
 
+// A packed 16-bit element widened again, for the lean LayerNorm forward's output pass: another
+// instruction form than the sums pass used (bf16: prmt; fp16: see Remat). Without it ptxas kept
+// the sums pass's floats of layernorm_fwd bf16 65536 (1 CTA of 32 warps, no exchange) and
+// spilled 152 B where it spilled 80 with the exchange (NVRTC 13.0, sm_90).
+template <typename T, int N>
+__device__ __forceinline__ float rewiden(const nn::Pack<T, N>& p, int j) {
+  if constexpr (nn::same_type<T, nn::bf16>::value) {
+    unsigned r;
+    if (j & 1) {
+      asm("prmt.b32 %0, %1, 0, 0x3244;" : "=r"(r) : "r"(p.w[j >> 1]));
+    } else {
+      asm("prmt.b32 %0, %1, 0, 0x1044;" : "=r"(r) : "r"(p.w[j >> 1]));
+    }
+    return __uint_as_float(r);
+  } else if constexpr (nn::same_type<T, nn::fp16>::value) {
+    return p.template get<true>(j);
+  } else {
+    return p.get(j);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Forward
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS, bool PREFETCH>
+          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS, bool PREFETCH, bool EXCHANGE>
 // MIN_CTAS: resident CTAs per SM ptxas must allow (a register cap; registry data, measured).
 // PREFETCH: the next row's loads are issued before this row's reductions (software pipeline).
+// EXCHANGE: see Geometry; the launcher leaves it out of LayerNorm's one-CTA rows (_norms.py).
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_fwd(const Ti* x, const Tw* gamma, const Tw* beta, To* y, float* mu, float* rsigma,
              int rows, int cols, long long x_stride, long long y_stride, float eps,
@@ -422,7 +464,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   __shared__ float2 red[2][WARPS_M][WARPS_N];
   __shared__ float amax_red[WARPS_M * WARPS_N];
 
-  const Geometry<WARPS_M, WARPS_N, NUM_ELTS> geo;
+  const Geometry<WARPS_M, WARPS_N, NUM_ELTS, EXCHANGE> geo;
 
   // FP8 output: y = fp8(v * scale) (scale required). amax (optional, any output): max |v| with v
   // taken before scaling (FP8) or as stored (after rounding to To); a uniform null check keeps
@@ -443,7 +485,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   using Regs = FwdRegisters<Ti, Tw, WARPS_M * WARPS_N * 32, MIN_CTAS, NUM_ELTS, LDGS, GENERAL, RMS,
                             PREFETCH>;
   constexpr bool LEAN = Regs::lean;
-  using W = Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold>;
+  using W = Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold, !RMS>;
   W g, b;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
@@ -463,18 +505,25 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   // Without cross-warp communication a warp can stop at the end of the rows.
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
   const int trips = geo.trips(rows);
-  RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> cur;
+  RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, !RMS> cur;
   if (PREFETCH && trips > 0) cur.load(x, x_stride, geo.row(0), rows, geo.col0, geo.col_step, cols);
   for (int trip = 0; trip < trips; ++trip) {
     const int row = geo.row(trip);
     const bool valid = row < rows;
     if (!valid && !lockstep) break;
+    // LayerNorm: held weights are widened at each use, not hoisted out of the row loop as floats
+    // (ptxas, NVRTC 13.0: with folded addresses in every kernel, 7 of the 342 bf16 kernels of the
+    // tables spilled more than before with this, 17 without).
+    if constexpr (!RMS) {
+      g.opaque();
+      b.opaque();
+    }
 
     if constexpr (!PREFETCH) cur.load(x, x_stride, row, rows, geo.col0, geo.col_step, cols);
     // Wide: x widened once; lean: x kept as loaded (a copy: with PREFETCH `cur` takes the next
     // row) and widened at each use.
     float v[LEAN ? 1 : LDGS][NUM_ELTS];
-    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> rx;
+    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, !RMS> rx;
     if constexpr (LEAN) {
       rx = cur;
     } else {
@@ -484,6 +533,13 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     const auto val = [&](int it, int j) {
       if constexpr (LEAN) {
         return rx.p[it].get(j);
+      } else {
+        return v[it][j];
+      }
+    };
+    const auto yval = [&](int it, int j) {  // LayerNorm's output pass
+      if constexpr (LEAN) {
+        return rewiden(rx.p[it], j);
       } else {
         return v[it][j];
       }
@@ -549,7 +605,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         if constexpr (!RMS) mu[row] = mean;
         rsigma[row] = rs;
       }
-      To* yr = y + (long long)row * y_stride;
+      const Slice<!RMS, To> yr(y + (long long)row * y_stride, geo.col0, cols);
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
         float o[NUM_ELTS];
@@ -563,7 +619,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
           if constexpr (RMS) {
             o[j] = val(it, j) * rs * wt(g, gv, it, j);
           } else {
-            o[j] = (val(it, j) - mean) * rs * wt(g, gv, it, j) + wt(b, bv, it, j);
+            o[j] = (yval(it, j) - mean) * rs * wt(g, gv, it, j) + wt(b, bv, it, j);
           }
         }
         const int col = geo.col0 + it * geo.col_step;
@@ -587,7 +643,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
           for (int j = 0; j < NUM_ELTS; ++j) o[j] = __fmul_rn(o[j], sc);
         }
-        store_vec<To, NUM_ELTS, GENERAL>(yr, col, cols, o);
+        store_vec<To, NUM_ELTS, GENERAL>(yr.p, yr.first + it * geo.col_step, yr.left, o);
       }
     }
   }
@@ -631,7 +687,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   using Regs = BwdRegisters<Ti, Tw, To, THREADS, MIN_CTAS, NUM_ELTS, LDGS, GENERAL, RMS, ADD,
                             PREFETCH, WG_SMEM>;
   constexpr bool LEAN = Regs::lean;
-  Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold> g;
+  Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold, !RMS> g;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
 
   // Per-column dgamma/dbeta partial sums over this thread's rows: in registers, or (SM_DG /
@@ -671,8 +727,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   // One row's inputs as stored; out-of-range rows and columns read as zeros, which add nothing
   // to any sum below.
   struct In {
-    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> x;
-    RowSlice<To, LDGS, NUM_ELTS, GENERAL> dy;
+    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, !RMS> x;
+    RowSlice<To, LDGS, NUM_ELTS, GENERAL, !RMS> dy;
     RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> add;  // the fused add (ADD only), widened when used
     float m, rs;
   };
@@ -691,6 +747,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     const int row = geo.row(trip);
     const bool valid = row < rows;
     if (!valid && !lockstep) break;
+    if constexpr (!RMS) g.opaque();  // as in the forward
 
     if constexpr (!PREFETCH) load_in(cur, row);
     // the compiler must not promote the slots to registers across trips
@@ -700,8 +757,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       const float rs = cur.rs;
       // This row stays packed (a copy: with PREFETCH `cur` takes the next row); x-hat and
       // dy * g are computed in both passes.
-      RowSlice<Ti, LDGS, NUM_ELTS, GENERAL> rx = cur.x;
-      RowSlice<To, LDGS, NUM_ELTS, GENERAL> rdy = cur.dy;
+      RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, !RMS> rx = cur.x;
+      RowSlice<To, LDGS, NUM_ELTS, GENERAL, !RMS> rdy = cur.dy;
       if constexpr (PREFETCH) {
         if (trip + 1 < trips) load_in(cur, geo.row(trip + 1));
       }
@@ -734,7 +791,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       const float mean_dyg = s.x * rn;
       const float mean_dyg_xhat = s.y * rn;
       if (valid) {
-        Ti* dxr = dx + (long long)row * dx_stride;
+        const Slice<!RMS, Ti> dxr(dx + (long long)row * dx_stride, geo.col0, cols);
 #pragma unroll
         for (int it = 0; it < LDGS; ++it) {
           const auto gv = g.vec(it);
@@ -753,7 +810,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
             for (int j = 0; j < NUM_ELTS; ++j) o[j] += a.template get<true>(j);
           }
-          store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
+          store_vec<Ti, NUM_ELTS, GENERAL>(dxr.p, dxr.first + it * geo.col_step, dxr.left, o);
         }
       }
     } else {
@@ -800,7 +857,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       const float mean_dyg = s.x * rn;
       const float mean_dyg_xhat = s.y * rn;
       if (valid) {
-        Ti* dxr = dx + (long long)row * dx_stride;
+        const Slice<!RMS, Ti> dxr(dx + (long long)row * dx_stride, geo.col0, cols);
 #pragma unroll
         for (int it = 0; it < LDGS; ++it) {
           float o[NUM_ELTS];
@@ -809,7 +866,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
             o[j] = dx_value<RMS>(rs, dyv[it][j], xv[it][j], mean_dyg_xhat, mean_dyg);
             if constexpr (ADD) o[j] += ap[it].template get<true>(j);
           }
-          store_vec<Ti, NUM_ELTS, GENERAL>(dxr, geo.col0 + it * geo.col_step, cols, o);
+          store_vec<Ti, NUM_ELTS, GENERAL>(dxr.p, dxr.first + it * geo.col_step, dxr.left, o);
         }
       }
     }
