@@ -154,6 +154,12 @@ class _RowSpec:
         return self.ctas_per_row * self.config.warps_n * WARP_SIZE * self.num_elts * self.ldgs
 
     @property
+    def multi_cta(self) -> bool:
+        """Several CTAs share a row. Both backends compile it in (the inter-CTA exchange), so it
+        is part of ``kernel_key``; the CTA count itself is a run-time value."""
+        return self.ctas_per_row > 1
+
+    @property
     def grid_of_rows(self) -> bool:
         """Launch a row group per CTA instead of the persistent grid (the config's ``grid``)
         where a row takes one CTA (a general entry's longer rows take several: those keep the
@@ -180,7 +186,7 @@ class NormSpec(_RowSpec):
 
     @property
     def kernel_key(self) -> tuple:
-        """Everything a compiled kernel depends on (ctas_per_row is a run-time value)."""
+        """Everything a compiled kernel depends on (of ctas_per_row only ``multi_cta``)."""
         c = self.config
         return (
             c.op,
@@ -196,6 +202,7 @@ class NormSpec(_RowSpec):
             c.min_ctas_per_sm,
             c.prefetch,
             c.wgrad_smem,
+            self.multi_cta,
         )
 
 
@@ -426,10 +433,11 @@ class SoftmaxSpec(_RowSpec):
 
     @property
     def kernel_key(self) -> tuple:
+        """Everything a compiled kernel depends on (of ctas_per_row only ``multi_cta``)."""
         c = self.config
         return (
             c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,
-            c.min_ctas_per_sm, c.prefetch,
+            c.min_ctas_per_sm, c.prefetch, self.multi_cta,
         )  # fmt: skip
 
 

@@ -212,7 +212,9 @@ def test_compile_multi_cta_sm90(spec):
     assert spec.ctas_per_row == 3
     _check(spec, "sm_90")
     single = softmax_spec(spec.config, spec.config.max_cols, spec.num_elts, H200)
-    assert single.kernel_key == spec.kernel_key
+    # The key says whether CTAs share a row: the two builds are different kernels.
+    assert single.kernel_key != spec.kernel_key
+    assert single.kernel_key[:-1] == spec.kernel_key[:-1]
     compile_fn = (
         nv_softmax.compile_backward if spec.config.is_backward else nv_softmax.compile_forward
     )
@@ -241,7 +243,7 @@ def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):
     from tests.conftest import assert_dependent_prologue, nvrtc_ptx
 
     src = Path(nv_softmax.__file__).resolve().parent
-    defines = () if spec.ctas_per_row > 1 else tuple(nv_softmax._SINGLE_CTA.items())
+    defines = () if spec.multi_cta else tuple(nv_softmax._SINGLE_CTA.items())
     ptx = nvrtc_ptx(
         nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], arch, src, defines
     )
@@ -269,6 +271,31 @@ def test_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     # the pairs go into the other CTAs' shared memory (distributed shared memory)
     assert ("mapa.shared::cluster" in ptx and "st.shared::cluster.v2.f32" in ptx) is want
     assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
+
+
+# A 16-byte vector access at a register plus an immediate offset.
+_IMM_VECTOR = re.compile(
+    r"(?:ld\.global[.\w]*\.v4\.u32\s+\{[^}]*\},\s*|st\.global[.\w]*\.v4\.u32\s+)\[%rd\d+\+\d+\]"
+)
+
+
+@pytest.mark.parametrize("variant", ["scaled", "masked"])
+def test_one_cta_builds_address_a_row_with_immediate_offsets(variant):
+    """SOFTMAX_MULTI_CTA=0 makes the CTA count, and so the column step, constants: a forward
+    row's vectors are one address plus immediates. The default build computes each vector's
+    address from the grid size. (The pipelined backward's PTX keeps an address a vector in both
+    builds, so it is not asserted here.)"""
+    from tests.conftest import nvrtc_ptx
+
+    cfg = select_softmax("softmax_fwd", variant, "bf16", 8192)
+    spec = softmax_spec(cfg, 8192, 8, H200)
+    assert not spec.multi_cta and spec.ldgs > 1
+    src = Path(nv_softmax.__file__).resolve().parent
+    args = (nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], "sm_90", src)
+    single = nvrtc_ptx(*args, tuple(nv_softmax._SINGLE_CTA.items()))
+    default = nvrtc_ptx(*args)
+    assert len(_IMM_VECTOR.findall(single)) >= spec.ldgs - 1
+    assert not _IMM_VECTOR.findall(default)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -439,6 +466,8 @@ def _emu_rewrite_asm(m: re.Match) -> str:
             "ld.global.cg.v2.f32",
             lambda: f"{{ const volatile float* q_ = {i[0]}; {o[0]} = q_[0]; {o[1]} = q_[1]; }}",
         ),
+        ("prmt.b32 %0, %1, 0, 0x1044", lambda: f"{o[0]} = {i[0]} << 16;"),  # bf16 Remat
+        ("prmt.b32 %0, %1, 0, 0x3244", lambda: f"{o[0]} = {i[0]} & 0xffff0000u;"),
         ("ex2.approx", lambda: f"{o[0]} = emu_ex2({i[0]});"),
         ("rcp.approx", lambda: f"{o[0]} = 1.f / {i[0]};"),
         ("ld.acquire.gpu", lambda: f"{o[0]} = __atomic_load_n({i[0]}, __ATOMIC_ACQUIRE);"),

@@ -93,6 +93,21 @@ def test_general_multi_cta_for_very_long_rows():
     assert plan.cooperative and plan.grid == (16, 27, 1)
 
 
+def test_kernel_key_says_whether_ctas_share_a_row():
+    """Both backends compile in whether CTAs share a row (the inter-CTA exchange), so the key
+    carries it; the CTA count itself stays a run-time value."""
+    cfg = r.select_norm(FWD, 131072, 63, 256, measured=False)
+    one, three, many = (p.norm_spec(cfg, n, 8, A100) for n in (cfg.hidden_size, 3 * 8192, 131072))
+    assert [s.ctas_per_row for s in (one, three, many)] == [1, 3, 16]
+    assert (one.multi_cta, three.multi_cta, many.multi_cta) == (False, True, True)
+    assert one.kernel_key[:-1] == many.kernel_key[:-1] and one.kernel_key != many.kernel_key
+    assert three.kernel_key == many.kernel_key
+    sm = r.select_softmax("softmax_fwd", "scaled", "bf16", 16384)
+    one, many = (p.softmax_spec(sm, n, 8, H200) for n in (16384, 131072))
+    assert (one.ctas_per_row, many.ctas_per_row) == (1, 8)
+    assert one.kernel_key[:-1] == many.kernel_key[:-1] and one.kernel_key != many.kernel_key
+
+
 def test_simulator_keeps_one_cta_per_row():
     sim = p.DeviceLimits.simulator()
     cfg = r.select_norm(FWD, 131072, 63, 256, measured=False)
@@ -285,7 +300,7 @@ def test_measured_softmax_plans():
     capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 16384)
     assert capped.min_ctas_per_sm == 2
     cspec = p.softmax_spec(capped, 16384, 8, H200)
-    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-2:] == (2, False)
+    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-3:] == (2, False, False)
     assert (
         cspec.kernel_key
         != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 16384, 8, H200).kernel_key

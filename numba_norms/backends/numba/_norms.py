@@ -1848,10 +1848,6 @@ def _kernel_for(
     return hit
 
 
-def _multi(spec: NormSpec) -> bool:
-    return spec.ctas_per_row > 1
-
-
 def _fp8(spec: NormSpec) -> bool:
     return spec.config.output in FP8_DTYPES
 
@@ -1865,10 +1861,10 @@ def _bounds(spec: NormSpec) -> tuple[int, int]:
 
 def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Compiled | str:
     """The forward kernel; ``amax``: the variant with the amax reduction (non-FP8 outputs)."""
-    multi = _multi(spec)
+    multi = spec.multi_cta
     amax = amax and not _fp8(spec)  # FP8 kernels always carry it
     return _kernel_for(
-        ("fwd", spec.kernel_key, multi) + (("amax",) if amax else ()),
+        ("fwd", spec.kernel_key) + (("amax",) if amax else ()),
         lambda cc: _forward_kernel(spec, multi, cc, amax),
         None if _SIM else _forward_signature(spec.config),
         arch,
@@ -1878,11 +1874,11 @@ def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Co
 
 
 def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
-    multi = _multi(spec)
+    multi = spec.multi_cta
     cfg = spec.config
     has_beta = not cfg.is_rms
     main = _kernel_for(
-        ("bwd", spec.kernel_key, multi),
+        ("bwd", spec.kernel_key),
         lambda cc: _backward_kernel(
             spec, multi, _hw_flags(cc)[0], _dependent_launch(cc), _clusters(cc)
         ),
@@ -1932,7 +1928,7 @@ def compile_forward(spec: NormSpec, arch: str | None = None, *, amax: bool = Fal
     Returns
     -------
     object
-        The compiled kernel (cached per ``spec.kernel_key``, multi-CTA or not, amax variant and
+        The compiled kernel (cached per ``spec.kernel_key``, the amax variant and the
         device compute capability), or the PTX string.
     """
     _check_op(spec, False)

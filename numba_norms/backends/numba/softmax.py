@@ -8,8 +8,8 @@ Specialisation: a kernel is a closure built by :func:`_forward_kernel` / :func:`
 from the spec's compile-time values (dtype, variant, warps, elements per vector, vectors per
 thread); Numba freezes closure variables as constants, so loops over them are unrolled by NVVM
 and the row's local arrays live in registers. No source is generated. Each kernel is compiled
-once per ``SoftmaxSpec.kernel_key`` (and whether CTAs share rows: one-CTA kernels leave the
-inter-CTA exchange out) with an explicit signature (no type inference at launch).
+once per ``SoftmaxSpec.kernel_key`` (which says whether CTAs share rows: one-CTA kernels leave
+the inter-CTA exchange out) with an explicit signature (no type inference at launch).
 
 Vector access: the row is read and written as raw 32-bit words with one aligned 2-16 byte access
 per vector (``_rowops.ld_words`` emits ``ld.global.v4.u32`` for 16 bytes), and converted to fp32
@@ -149,8 +149,10 @@ def _forward_kernel(
         # warp slot out of the row loop and holds them all in registers).
         warp_m = warp // wn if wm > 1 else 0
         warp_n = warp % wn if wn > 1 else 0
-        cta = cuda.blockIdx.x
-        ctas = cuda.gridDim.x  # CTAs sharing a row
+        # CTAs sharing a row; a one-CTA kernel has their count, so the column step, as constants
+        # (each vector's address is then the row's plus an immediate; NVRTC's as well).
+        cta = cuda.blockIdx.x if multi else 0
+        ctas = cuda.gridDim.x if multi else 1
         col0 = ((cta * wn + warp_n) * 32 + lane) * ne
         col_step = ctas * step
         rows_step = cuda.gridDim.y * wm
@@ -367,8 +369,8 @@ def _backward_kernel(
         # warp slot out of the row loop and holds them all in registers).
         warp_m = warp // wn if wm > 1 else 0
         warp_n = warp % wn if wn > 1 else 0
-        cta = cuda.blockIdx.x
-        ctas = cuda.gridDim.x
+        cta = cuda.blockIdx.x if multi else 0  # as in the forward
+        ctas = cuda.gridDim.x if multi else 1
         col0 = ((cta * wn + warp_n) * 32 + lane) * ne
         col_step = ctas * step
         rows_step = cuda.gridDim.y * wm
@@ -464,14 +466,10 @@ def _signature(spec: SoftmaxSpec) -> tuple:
     return (t, mask, t, i32, i32, i64, i64, i64, i32, i32, i32, f32, stats, barrier)
 
 
-def _multi(spec: SoftmaxSpec) -> bool:
-    return spec.ctas_per_row > 1
-
-
 def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
     """The kernel of ``spec`` for compute capability ``cc`` (None: the simulator)."""
     c = spec.config
-    shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, _multi(spec))
+    shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, spec.multi_cta)
     dep, clusters = _dependent_launch(cc), _clusters(cc)
     if c.is_backward:
         return _backward_kernel(c.dtype, *shape, dependent=dep, clusters=clusters)
@@ -572,15 +570,15 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
             ptx, _ = cuda.compile_ptx(fn, _signature(spec), cc=cc, launch_bounds=bounds)
             return ptx
 
-        return _cached(("ptx", cc, spec.kernel_key, _multi(spec)), build_ptx)
+        return _cached(("ptx", cc, spec.kernel_key), build_ptx)
 
     if ro.SIM:
         return _cached(
-            ("sim", spec.kernel_key, _multi(spec)),
+            ("sim", spec.kernel_key),
             lambda: _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec, None)), None, threads),
         )
     cc = tuple(cuda.get_current_device().compute_capability)
-    key = ("softmax", spec.kernel_key, _multi(spec), str(_signature(spec)), bounds)
+    key = ("softmax", spec.kernel_key, str(_signature(spec)), bounds)
 
     def build() -> _Compiled:
         return _Compiled(None, _load_fitting(spec, cc), threads)
@@ -622,7 +620,7 @@ def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
             spec, config=dataclasses.replace(spec.config, min_ctas_per_sm=mc, prefetch=pf)
         )
         bounds = (s.threads, mc)
-        key = ("softmax", s.kernel_key, _multi(s), str(_signature(s)), bounds)
+        key = ("softmax", s.kernel_key, str(_signature(s)), bounds)
 
         def make(s: SoftmaxSpec = s, bounds: tuple[int, int] = bounds) -> Any:
             return cuda.jit(_signature(s), launch_bounds=bounds)(_pyfunc(s, cc))

@@ -3,7 +3,7 @@
 A :class:`~numba_norms.planner.NormSpec` maps to C++ name expressions of the kernel templates;
 :func:`compile_spec` compiles them through :func:`rtc.compile` (with this package directory as
 the include path, so ``norms.cuh`` is found and is part of the cache key). Loaded kernels are
-cached per ``(spec.kernel_key, exchange(spec), device)``; launch records (an
+cached per ``(spec.kernel_key, device)``; launch records (an
 :class:`rtc.Launcher` per kernel, scratch offsets) are cached per plan object, so a call costs a
 dict lookup, a few attribute reads and the launcher calls.
 """
@@ -90,11 +90,12 @@ def exchange(spec: NormSpec) -> bool:
     Rows of several CTAs need it. LayerNorm's one-CTA rows leave it out, which makes the column
     step a constant (layernorm_fwd_fp8 bf16 1.04-1.32x, fp16 1.06-1.13x; H200 run 129). RMSNorm
     keeps it: without it ptxas spilled in its pipelined forwards (NVRTC 13.0, sm_90: 14 of its
-    bf16 kernels, e.g. 4096 8 -> 88 B) and it ran 0.73-0.98x elsewhere (rmsnorm_fwd_fp8 fp16
-    16384 / 65536 0.729 / 0.762x, run 129). The backward keeps it always (without it ptxas
+    bf16 kernels, e.g. 4096 8 -> 88 B), and left out of every one-CTA RMSNorm forward it ran
+    0.43-1.04x (run 134: 17 of 30 shapes slower by more than 3%, rmsnorm_fwd_fp8 fp16 8192
+    0.425x, none faster by more than 4%). The backward keeps it always (without it ptxas
     spilled: layernorm_bwd 2048 / 4096 0.48 / 0.46x, run 127).
     """
-    return spec.ctas_per_row > 1 or spec.config.is_rms
+    return spec.multi_cta or spec.config.is_rms
 
 
 def forward_name(spec: NormSpec) -> str:
@@ -149,7 +150,7 @@ def compile_spec(
 
 
 # ----------------------------------------------------------------------------------------------
-# loaded kernels: (kernel_key, exchange, device) -> (main, finalize or None)
+# loaded kernels: (kernel_key, device) -> (main, finalize or None)
 # ----------------------------------------------------------------------------------------------
 
 _kernels: dict[tuple, tuple[Any, Any]] = {}
@@ -166,7 +167,7 @@ def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
     """
     if device is None:
         device = current_device("NVRTC norm kernels")
-    key = (spec.kernel_key, exchange(spec), device)
+    key = (spec.kernel_key, device)
     ks = _kernels.get(key)
     if ks is not None:
         return ks

@@ -422,27 +422,6 @@ struct Slots {
 
 }  // namespace nn
 
-// A packed 16-bit element widened again, for the lean LayerNorm forward's output pass: another
-// instruction form than the sums pass used (bf16: prmt; fp16: see Remat). Without it ptxas kept
-// the sums pass's floats of layernorm_fwd bf16 65536 (1 CTA of 32 warps, no exchange) and
-// spilled 152 B where it spilled 80 with the exchange (NVRTC 13.0, sm_90).
-template <typename T, int N>
-__device__ __forceinline__ float rewiden(const nn::Pack<T, N>& p, int j) {
-  if constexpr (nn::same_type<T, nn::bf16>::value) {
-    unsigned r;
-    if (j & 1) {
-      asm("prmt.b32 %0, %1, 0, 0x3244;" : "=r"(r) : "r"(p.w[j >> 1]));
-    } else {
-      asm("prmt.b32 %0, %1, 0, 0x1044;" : "=r"(r) : "r"(p.w[j >> 1]));
-    }
-    return __uint_as_float(r);
-  } else if constexpr (nn::same_type<T, nn::fp16>::value) {
-    return p.template get<true>(j);
-  } else {
-    return p.get(j);
-  }
-}
-
 // ------------------------------------------------------------------------------------------------
 // Forward
 // ------------------------------------------------------------------------------------------------
@@ -539,7 +518,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     };
     const auto yval = [&](int it, int j) {  // LayerNorm's output pass
       if constexpr (LEAN) {
-        return rewiden(rx.p[it], j);
+        return rx.p[it].get_again(j);
       } else {
         return v[it][j];
       }

@@ -46,13 +46,16 @@ __device__ __forceinline__ float hi16_to_float(unsigned w, fp16) {
   asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "r"(w));
   return f;
 }
-// The same from a 16-bit operand (Remat): ptxas then widens again from the packed word where
-// registers run short, as it does bf16's shift, instead of keeping both halves unpacked. The
-// backward (all its widening) holds packed words across a row (gamma, the pipeline's next row,
-// the lean form's row): with the {l, h} unpacking layernorm_bwd fp16 16384 / 32768 (8 CTAs of
-// 1 / 2 warps, the pipeline) spilled 140 / 124 B where bf16 spilled 0 / 12, with this none
-// (ptxas, sm_90). The forwards keep the unpacking: this form gave them up to 9% more SASS and
-// ran 0.90-0.97x at layernorm_fwd fp16 1024-16384 (H200, run 122).
+// Remat: the widening of a value that is widened more than once, where registers run short.
+// fp16: from a 16-bit operand: ptxas then widens again from the packed word, as it does bf16's
+// shift, instead of keeping both halves unpacked. The backward (all its widening) holds packed
+// words across a row (gamma, the pipeline's next row, the lean form's row): with the {l, h}
+// unpacking layernorm_bwd fp16 16384 / 32768 (8 CTAs of 1 / 2 warps, the pipeline) spilled
+// 140 / 124 B where bf16 spilled 0 / 12, with this none (ptxas, sm_90). The forwards keep the
+// unpacking: this form gave them up to 9% more SASS and ran 0.90-0.97x at layernorm_fwd fp16
+// 1024-16384 (H200, run 122). bf16 has a Remat form for Pack::get_again only (a byte permute):
+// as the backward's widening it changed 115 bf16 backward kernels and spilled more in 5 of them
+// (rmsnorm_bwd 65536: 0 -> 152 B; NVRTC 13.0, sm_90).
 struct Remat {};
 __device__ __forceinline__ float lo16_to_float(unsigned w, fp16, Remat) {
   const unsigned short h = (unsigned short)(w & 0xffffu);
@@ -72,6 +75,16 @@ __device__ __forceinline__ float lo16_to_float(unsigned w, bf16) {
 }
 __device__ __forceinline__ float hi16_to_float(unsigned w, bf16) {
   return __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ float lo16_to_float(unsigned w, bf16, Remat) {
+  unsigned r;
+  asm("prmt.b32 %0, %1, 0, 0x1044;" : "=r"(r) : "r"(w));  // bytes (0, 0, w0, w1): w << 16
+  return __uint_as_float(r);
+}
+__device__ __forceinline__ float hi16_to_float(unsigned w, bf16, Remat) {
+  unsigned r;
+  asm("prmt.b32 %0, %1, 0, 0x3244;" : "=r"(r) : "r"(w));  // bytes (0, 0, w2, w3)
+  return __uint_as_float(r);
 }
 
 // Two floats -> one 32-bit word {hi:lo}, round to nearest even.
@@ -223,6 +236,21 @@ struct Pack {
     } else {
       static_assert(is_half16<T>::value, "unsupported storage type");
       return (j & 1) ? hi16_to_float(w[j >> 1], T()) : lo16_to_float(w[j >> 1], T());
+    }
+  }
+
+  // Element j widened once more, where an earlier pass widened it already: in an instruction
+  // form NVVM does not take for that pass's (Remat; bf16: prmt), so the value is recomputed from
+  // the packed word instead of kept. The lean LayerNorm forward's output pass: without it ptxas
+  // kept the sums pass's floats of layernorm_fwd bf16 65536 (1 CTA of 32 warps, no exchange) and
+  // spilled 152 B where it spilled 80 with the exchange (NVRTC 13.0, sm_90).
+  __device__ __forceinline__ float get_again(int j) const {
+    if constexpr (same_type<T, float>::value) {
+      return __uint_as_float(w[j]);
+    } else {
+      static_assert(is_half16<T>::value, "unsupported storage type");
+      return (j & 1) ? hi16_to_float(w[j >> 1], T(), Remat())
+                     : lo16_to_float(w[j >> 1], T(), Remat());
     }
   }
 

@@ -5,10 +5,10 @@ A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
 ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
-exchange: faster to compile), others with the full kernel. Loaded kernels are cached per
-``(spec.kernel_key, several CTAs a row, device)`` and launch records (an :class:`rtc.Launcher`)
-per plan object, so a call costs a dict lookup, a few attribute reads and one launcher call
-(plus a barrier memset when a row spans several CTAs).
+exchange, and the column step a constant), others with the full kernel. Loaded kernels are
+cached per ``(spec.kernel_key, device)`` (the key says whether CTAs share a row) and launch
+records (an :class:`rtc.Launcher`) per plan object, so a call costs a dict lookup, a few
+attribute reads and one launcher call (plus a barrier memset when a row spans several CTAs).
 """
 
 from __future__ import annotations
@@ -68,10 +68,6 @@ def kernel_name(spec: SoftmaxSpec) -> str:
     return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
 
 
-def _multi(spec: SoftmaxSpec) -> bool:
-    return spec.ctas_per_row > 1
-
-
 def compile_spec(
     spec: SoftmaxSpec, arch: str | None = None, options: tuple[str, ...] = ()
 ) -> rtc.CompiledModule:
@@ -101,13 +97,13 @@ def compile_spec(
         arch=arch,
         name=f"{spec.op}.cu",
         options=NVRTC_OPTIONS + tuple(options),
-        defines=None if _multi(spec) else _SINGLE_CTA,
+        defines=None if spec.multi_cta else _SINGLE_CTA,
         include_dirs=(_DIR,),
     )
 
 
 # ----------------------------------------------------------------------------------------------
-# loaded kernels: (kernel_key, several CTAs a row, device) -> rtc.Kernel
+# loaded kernels: (kernel_key, device) -> rtc.Kernel
 # ----------------------------------------------------------------------------------------------
 
 _kernels: dict[tuple, Any] = {}
@@ -123,7 +119,7 @@ def load(spec: SoftmaxSpec, device: int | None = None) -> Any:
     """
     if device is None:
         device = current_device("NVRTC softmax kernels")
-    key = (spec.kernel_key, _multi(spec), device)
+    key = (spec.kernel_key, device)
     k = _kernels.get(key)
     if k is not None:
         return k
