@@ -231,8 +231,18 @@ def test_name_expressions():
 
 
 def test_every_spec_has_a_distinct_name():
-    names = {spec.kernel_key: _names(spec)[0] for spec in ALL_SPECS}
-    assert len(set(names.values())) == len(names)
+    """Specs share a name expression only where their keys differ in ``multi_cta`` alone and the
+    NVRTC kernel does not depend on it (the backward and RMSNorm's forwards always carry the
+    inter-CTA exchange; Numba's kernels do depend on it)."""
+    by_name: dict[str, list] = {}
+    for spec in ALL_SPECS:
+        by_name.setdefault(_names(spec)[0], []).append(spec)
+    shared = [specs for specs in by_name.values() if len(specs) > 1]
+    for specs in shared:
+        assert len({s.kernel_key[:-1] for s in specs}) == 1
+        assert len({s.multi_cta for s in specs}) == 2
+        assert all(s.config.is_backward or s.config.is_rms for s in specs)
+    assert len(by_name) > len(shared) > 0
 
 
 def test_fp8_output_name():  # FP8 outputs: tests/test_nvrtc_fp8.py
