@@ -266,12 +266,12 @@ LIMITS = planner.DeviceLimits(sm_count=132)
 
 
 def fp8_specs() -> list[planner.NormSpec]:
-    """One spec per distinct FP8 kernel (kernel_key; multi-CTA kernels are distinct)."""
+    """One spec per distinct FP8 kernel (``kernel_key`` carries multi-CTA)."""
     specs: dict[tuple, planner.NormSpec] = {}
     for cfg in registry.norm_configs(include_fp8=True):
         if cfg.output in FP8:
             spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, LIMITS)
-            specs.setdefault((spec.kernel_key, spec.ctas_per_row > 1), spec)
+            specs.setdefault(spec.kernel_key, spec)
     return list(specs.values())
 
 

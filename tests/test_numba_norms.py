@@ -549,12 +549,12 @@ def test_vector_access_ir_on_cpu(kind, n, guarded):
 
 
 def all_specs() -> list[planner.NormSpec]:
-    """One spec per distinct compiled kernel of the registry (multi-CTA kernels are distinct)."""
+    """One spec per distinct compiled kernel of the registry (``kernel_key`` carries multi-CTA)."""
     limits = planner.DeviceLimits(sm_count=132)
     specs: dict[tuple, planner.NormSpec] = {}
     for cfg in registry.norm_configs(backend="numba"):  # the shared entries and Numba's own
         spec = planner.norm_spec(cfg, cfg.hidden_size, cfg.num_elts, limits)
-        specs.setdefault((spec.kernel_key, spec.ctas_per_row > 1), spec)
+        specs.setdefault(spec.kernel_key, spec)
     return list(specs.values())
 
 

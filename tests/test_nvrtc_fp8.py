@@ -148,7 +148,7 @@ def _ptx(name: str, arch: str) -> str:
 
 def test_one_cta_layernorm_forwards_leave_the_exchange_out():
     """LayerNorm's one-CTA rows compile the forward without the inter-CTA exchange (no grid size
-    read); rows of several CTAs and RMSNorm keep it."""
+    read); rows of several CTAs and RMSNorm outside ``_norms.RMS_FOLDED`` keep it."""
     one = _find("layernorm_fwd", "tuned", 8192, "bf16", "fp8e4m3")
     assert one.ctas_per_row == 1 and not _norms.exchange(one)
     multi = dataclasses.replace(one, ctas_per_row=2)
@@ -157,6 +157,38 @@ def test_one_cta_layernorm_forwards_leave_the_exchange_out():
     without, with_ = (_ptx(_norms.forward_name(s), "sm_90") for s in (one, multi))
     assert "%nctaid.x" not in without
     assert "%nctaid.x" in with_
+
+
+def _selected(inp: str, out: str, hidden: int) -> NormSpec:
+    key = registry.NormKey("rmsnorm_fwd", inp, inp, out)
+    cfg = registry.select_norm(key, hidden, 16384, 16, backend="nvrtc")
+    return norm_spec(cfg, hidden, cfg.num_elts, H200)
+
+
+@pytest.mark.parametrize("entry", sorted(_norms.RMS_FOLDED), ids=str)
+def test_rms_folded_entries_are_one_cta_tuned_forwards(entry):
+    """Every shape of ``_norms.RMS_FOLDED`` is what rows of that length run (a tuned one-CTA
+    forward, as measured in run 139), and it compiles without the exchange."""
+    inp, out, hidden = entry
+    for o in FP8 if out == "fp8" else (out,):
+        spec = _selected(inp, o, hidden)
+        assert not spec.general and spec.ctas_per_row == 1
+        assert not _norms.exchange(spec)
+        assert _norms.exchange(dataclasses.replace(spec, ctas_per_row=2))
+
+
+def test_rms_folded_forward_addresses_a_row_from_one_pointer():
+    """A folded RMSNorm forward reads no grid size and reaches its 8 vectors of x (8192 columns
+    apart) and of y at immediate offsets from one address each; an unlisted shape does not."""
+    folded = _ptx(_norms.forward_name(_selected("bf16", "fp8e4m3", 65536)), "sm_90")
+    assert "%nctaid.x" not in folded
+    x_offsets = re.findall(r"ld\.global\.v4\.u32 \t\{[^}]*\}, \[%rd\d+\+(\d+)\]", folded)
+    assert {str(16384 * k) for k in range(1, 8)} <= set(x_offsets)
+    y_offsets = re.findall(r"st\.global\.v2\.u32 \t\[%rd\d+\+(\d+)\]", folded)
+    assert {str(8192 * k) for k in range(1, 8)} <= set(y_offsets)
+    spec = _selected("bf16", "fp8e4m3", 32768)
+    assert ("bf16", "fp8", 32768) not in _norms.RMS_FOLDED and _norms.exchange(spec)
+    assert "%nctaid.x" in _ptx(_norms.forward_name(spec), "sm_90")
 
 
 @pytest.mark.parametrize("fmt", FP8)

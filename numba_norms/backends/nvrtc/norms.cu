@@ -61,7 +61,8 @@ struct Geometry {
 // step is a constant) instead of each getting its own 64-bit address (ncu, run 126); with the
 // one-CTA forwards (norm_fwd) LayerNorm ran 0.991-1.314x (H200, run 130). RMSNorm adds each
 // vector's column to the row start: folded it ran 0.92-0.98x on several shapes (rmsnorm_bwd
-// fp32 16384 0.917x in runs 128 and 129).
+// fp32 16384 0.917x in runs 128 and 129), except its one-CTA forwards of _norms.RMS_FOLDED
+// (no exchange, so immediates; run 139).
 template <bool FOLD, typename T>
 struct Slice {
   T* p;
@@ -444,6 +445,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   __shared__ float amax_red[WARPS_M * WARPS_N];
 
   const Geometry<WARPS_M, WARPS_N, NUM_ELTS, EXCHANGE> geo;
+  // One address a row (Slice): LayerNorm always, RMSNorm without the exchange (_norms.exchange).
+  constexpr bool FOLD = !RMS || !EXCHANGE;
 
   // FP8 output: y = fp8(v * scale) (scale required). amax (optional, any output): max |v| with v
   // taken before scaling (FP8) or as stored (after rounding to To); a uniform null check keeps
@@ -464,7 +467,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   using Regs = FwdRegisters<Ti, Tw, WARPS_M * WARPS_N * 32, MIN_CTAS, NUM_ELTS, LDGS, GENERAL, RMS,
                             PREFETCH>;
   constexpr bool LEAN = Regs::lean;
-  using W = Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold, !RMS>;
+  using W = Weights<Tw, LDGS, NUM_ELTS, GENERAL, Regs::hold, FOLD>;
   W g, b;
   g.load(gamma, geo.col0, geo.col_step, cols, zero_centered ? 1.f : 0.f);
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
@@ -484,16 +487,17 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   // Without cross-warp communication a warp can stop at the end of the rows.
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
   const int trips = geo.trips(rows);
-  RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, !RMS> cur;
+  RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, FOLD> cur;
   if (PREFETCH && trips > 0) cur.load(x, x_stride, geo.row(0), rows, geo.col0, geo.col_step, cols);
   for (int trip = 0; trip < trips; ++trip) {
     const int row = geo.row(trip);
     const bool valid = row < rows;
     if (!valid && !lockstep) break;
-    // LayerNorm: held weights are widened at each use, not hoisted out of the row loop as floats
-    // (ptxas, NVRTC 13.0: with folded addresses in every kernel, 7 of the 342 bf16 kernels of the
-    // tables spilled more than before with this, 17 without).
-    if constexpr (!RMS) {
+    // FOLD: held weights are widened at each use, not hoisted out of the row loop as floats
+    // (ptxas, NVRTC 13.0: with folded addresses in every LayerNorm kernel, 7 of the 342 bf16
+    // kernels of the tables spilled more than before with this, 17 without; RMSNorm's folded
+    // bf16 -> e4m3 32768: 148 B without, 108 with).
+    if constexpr (FOLD) {
       g.opaque();
       b.opaque();
     }
@@ -502,7 +506,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     // Wide: x widened once; lean: x kept as loaded (a copy: with PREFETCH `cur` takes the next
     // row) and widened at each use.
     float v[LEAN ? 1 : LDGS][NUM_ELTS];
-    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, !RMS> rx;
+    RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, FOLD> rx;
     if constexpr (LEAN) {
       rx = cur;
     } else {
@@ -516,9 +520,14 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         return v[it][j];
       }
     };
-    const auto yval = [&](int it, int j) {  // LayerNorm's output pass
-      if constexpr (LEAN) {
+    // The output pass. Folded lean kernels widen again in another form (Pack::get_again): with
+    // plain get() ptxas kept the sums pass's floats (RMSNorm bf16 -> e4m3 65536, folded: 140 B
+    // of spills, none with get_again).
+    const auto yval = [&](int it, int j) {
+      if constexpr (LEAN && FOLD) {
         return rx.p[it].get_again(j);
+      } else if constexpr (LEAN) {
+        return rx.p[it].get(j);
       } else {
         return v[it][j];
       }
@@ -584,7 +593,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         if constexpr (!RMS) mu[row] = mean;
         rsigma[row] = rs;
       }
-      const Slice<!RMS, To> yr(y + (long long)row * y_stride, geo.col0, cols);
+      const Slice<FOLD, To> yr(y + (long long)row * y_stride, geo.col0, cols);
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
         float o[NUM_ELTS];
@@ -596,7 +605,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) {
           if constexpr (RMS) {
-            o[j] = val(it, j) * rs * wt(g, gv, it, j);
+            o[j] = yval(it, j) * rs * wt(g, gv, it, j);
           } else {
             o[j] = (yval(it, j) - mean) * rs * wt(g, gv, it, j) + wt(b, bv, it, j);
           }
