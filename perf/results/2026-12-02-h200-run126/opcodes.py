@@ -1,6 +1,7 @@
-"""Executed instructions and stall samples per SASS opcode, NVRTC against Numba (run 126).
+"""Executed instructions and stall samples per SASS opcode, NVRTC against Numba (run 126; run
+138's counters too, from their folder).
 
-python3 perf/results/2026-12-02-h200-run126/opcodes.py
+python3 perf/results/2026-12-02-h200-run126/opcodes.py [FOLDER]   (FOLDER: src_nvrtc/numba.csv.gz)
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ from __future__ import annotations
 import collections
 import csv
 import gzip
+import sys
 from pathlib import Path
 
-HERE = Path(__file__).parent
+HERE = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent
 
 
 def per_opcode(backend: str) -> tuple[collections.Counter, collections.Counter]:

@@ -24,5 +24,7 @@ for _ in range(n):
 t1.record()
 torch.cuda.synchronize()
 us = t0.elapsed_time(t1) * 1e3 / n
-print(f"{nn.last_backend()} DISABLE_NVRTC={os.environ.get('DISABLE_NVRTC')} {us:.1f} us a call,"
-      f" {rows * cols * 3 / us / 1e3:.0f} GB/s")
+print(
+    f"{nn.last_backend()} DISABLE_NVRTC={os.environ.get('DISABLE_NVRTC')} {us:.1f} us a call,"
+    f" {rows * cols * 3 / us / 1e3:.0f} GB/s"
+)
