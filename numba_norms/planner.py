@@ -202,6 +202,7 @@ class NormSpec(_RowSpec):
             c.min_ctas_per_sm,
             c.prefetch,
             c.wgrad_smem,
+            c.fold,
             self.multi_cta,
         )
 

@@ -160,6 +160,11 @@ class NormConfig:
         RMSNorm 1: dgamma). Frees registers on long rows; the slots (``warps_m * hidden_size /
         ctas_per_row`` floats each) must fit :data:`WGRAD_SMEM_BYTES`. Both backends follow it;
         the Numba backend gets no shared entry that sets it (measured on NVRTC only).
+    fold : bool
+        Tuned RMSNorm forward entries of one CTA a row only: the NVRTC kernel is compiled
+        without the inter-CTA exchange and addresses each row from one pointer, as LayerNorm's
+        one-CTA forwards always are. It ran 0.47-1.17x against the same shape unfolded (H200,
+        runs 139-140), so it is set per measured entry. The Numba kernels ignore it.
     """
 
     op: str
@@ -180,6 +185,7 @@ class NormConfig:
     prefetch: bool = False
     grid: str = "persistent"
     wgrad_smem: int = 0
+    fold: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in NORM_OPS:
@@ -230,6 +236,13 @@ class NormConfig:
                     f"wgrad_smem {self.wgrad_smem}: {need} bytes of shared memory a CTA exceed "
                     f"{WGRAD_SMEM_BYTES}"
                 )
+        if self.fold and not (
+            self.op == "rmsnorm_fwd" and self.kind == "tuned" and self.ctas_per_row == 1
+        ):
+            raise ValueError(
+                "fold: expected a tuned rmsnorm_fwd entry with ctas_per_row 1, got a "
+                f"{self.kind} {self.op} entry with ctas_per_row {self.ctas_per_row}"
+            )
         if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
             raise ValueError(
                 f"bytes_per_ldg must be a power of two <= 16, got {self.bytes_per_ldg}"
@@ -295,11 +308,12 @@ class NormConfig:
         prefetch: bool = False,
         grid: str = "persistent",
         wgrad_smem: int = 0,
+        fold: bool = False,
     ) -> NormConfig:
         """A tuned entry for ``key`` made outside TE's table (measured or generated)."""
         return cls._made_for(
             "tuned", key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-            min_ctas_per_sm, prefetch, grid, wgrad_smem,
+            min_ctas_per_sm, prefetch, grid, wgrad_smem, fold,
         )  # fmt: skip
 
     @classmethod
@@ -326,7 +340,7 @@ class NormConfig:
     @classmethod
     def _made_for(
         cls, kind, key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-        min_ctas_per_sm, prefetch, grid, wgrad_smem=0,
+        min_ctas_per_sm, prefetch, grid, wgrad_smem=0, fold=False,
     ) -> NormConfig:  # fmt: skip
         return cls(
             op=key.op,
@@ -346,6 +360,7 @@ class NormConfig:
             prefetch=prefetch,
             grid=grid,
             wgrad_smem=wgrad_smem,
+            fold=fold,
         )
 
 
@@ -380,6 +395,7 @@ def _measured_from_json(raw: dict) -> NormConfig:
         prefetch=bool(raw.get("prefetch", False)),
         grid=raw.get("grid", "persistent"),
         wgrad_smem=int(raw.get("wgrad_smem", 0)),
+        fold=bool(raw.get("fold", False)),
     )
 
 

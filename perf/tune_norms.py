@@ -4,12 +4,16 @@
 For each op, dtype combination and hidden size (rows 16384) this times the NVRTC kernel of
 every launch shape that tiles the row with 16-byte vectors (CTAs per row x warps_m x warps_n,
 at most ``--max-elts`` elements a thread), then the best ``--top`` shapes under register caps
-(``__launch_bounds__`` min CTAs per SM). Every candidate's outputs are compared with the
-registry's current choice (the baseline, GPU-tested) before it may win.
+(``__launch_bounds__`` min CTAs per SM). Every candidate's outputs are compared with TE's
+entry's (the baseline) before it may win. Where a measured entry serves the size now, it is
+timed too ("current") and is the bar a winner must clear.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_norms.json`` (winners that
-beat the baseline by more than ``--min-gain``, in ``numba_norms/data/measured_norms.json``'s
+beat what serves now by more than ``--min-gain``, in ``numba_norms/data/measured_norms.json``'s
 format: copy it there after reading the CSV).
+
+``--fold also`` (or ``only``) times the one-CTA RMSNorm forward shapes folded too
+(``NormConfig.fold``); a folded winner carries ``"fold": true``.
 
 ``--general`` sweeps one-CTA general shapes instead, timed on rows of the given lengths: scalar
 accesses where the pitch allows only one element (odd lengths; winners go from ``tune.csv`` into
@@ -167,8 +171,8 @@ def load_refine(paths: list[str]) -> dict:
 
 
 def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
-    """The ``top`` fastest distinct shapes + caps of an earlier sweep, with and without the
-    software pipeline."""
+    """The ``top`` fastest distinct shapes + caps (+ fold) of an earlier sweep, with and without
+    the software pipeline."""
     rows = sorted(
         refine.get((key.op, key.weight, key.input, key.output, cols), []),
         key=lambda r: float(r["median_us"]),
@@ -176,11 +180,11 @@ def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) 
     seen, out = set(), []
     for r in rows:
         shape = tuple(int(r[f]) for f in ("ctas_per_row", "warps_m", "warps_n", "min_ctas_per_sm"))
-        shape += (r.get("row_grid") or "persistent",)
-        if shape in seen:
+        grid, fold = r.get("row_grid") or "persistent", bool(int(r.get("fold") or 0))
+        if shape + (grid, fold) in seen:
             continue
-        seen.add(shape)
-        cfg = make_config(key, cols, *shape)
+        seen.add(shape + (grid, fold))
+        cfg = dataclasses.replace(make_config(key, cols, *shape, grid), fold=fold)
         out += [dataclasses.replace(cfg, prefetch=pf) for pf in PREFETCH]
         if len(seen) == top:
             break
@@ -198,6 +202,19 @@ def wgrad_variants(cfg: registry.NormConfig, sweep: str | None) -> list:
             except ValueError:  # slots exceed the static shared memory
                 break
     return out
+
+
+def fold_variants(cfg: registry.NormConfig, sweep: str | None) -> list:
+    """``cfg`` and, with ``sweep`` ("also") for a tuned rmsnorm_fwd entry of one CTA a row, its
+    folded copy (``NormConfig.fold``); "only": the folded copy alone, nothing for shapes that
+    cannot fold."""
+    can = cfg.op == "rmsnorm_fwd" and cfg.kind == "tuned" and cfg.ctas_per_row == 1
+    if not sweep or cfg.fold:
+        return [cfg]
+    if not can:
+        return [] if sweep == "only" else [cfg]
+    folded = dataclasses.replace(cfg, fold=True)
+    return [folded] if sweep == "only" else [cfg, folded]
 
 
 def shape_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
@@ -315,6 +332,7 @@ def run(args) -> int:
         "prefetch",
         "row_grid",
         "wgrad_smem",
+        "fold",
         "elts_per_thread",
         "regs",
         "occupancy",
@@ -360,6 +378,7 @@ def run(args) -> int:
                 prefetch=int(cfg.prefetch),
                 row_grid=cfg.grid,
                 wgrad_smem=cfg.wgrad_smem,
+                fold=int(cfg.fold),
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts,
                 regs=main.num_regs,
                 occupancy=main.occupancy(plan.spec.threads, 0),
@@ -420,6 +439,7 @@ def run(args) -> int:
                     else:
                         cands = refine_candidates(refine, key, cols, args.top)
                     cands = [v for c in cands for v in wgrad_variants(c, args.wgrad_smem)]
+                    cands = [v for c in cands for v in fold_variants(c, args.fold)]
                     ahead += cands
                 if backend == "numba":  # one batch: the workers build them side by side
                     prefetch(ahead, cols, prob.kind)
@@ -429,8 +449,18 @@ def run(args) -> int:
                 base_row["label"] = f"baseline:{base_cfg.origin}"
                 wr.writerow(base_row)
                 results = [(base_us, base_cfg, base_row)]
+                # NVRTC: also what serves now (a measured entry), the bar a winner must clear
+                cur = (base_us, base_cfg, base_row)
+                if backend == "nvrtc":
+                    now = real_select(key, cols, args.rows, 16, backend="nvrtc")
+                    if now != base_cfg:
+                        row, _, us = measure(prob, now, f"current:{now.origin}", ref, base_us)
+                        if row and us:
+                            wr.writerow(row)
+                            cur = (us, now, row)
+                            results.append(cur)
                 if refine is not None:
-                    stages = [("refine", [c for c in cands if c != base_cfg])]
+                    stages = [("refine", [c for c in cands if c not in (base_cfg, cur[1])])]
                 elif args.general:
                     size = registry.itemsize(inp)
                     # rows of a vector multiple take 16-byte vectors, others one element
@@ -454,12 +484,13 @@ def run(args) -> int:
                                 for s in shapes(registry.itemsize(inp), cols, args.max_elts)
                                 for g in grids_for(key, s[0], args.grids)
                                 for pf in ((False, True) if args.shape_prefetch else (False,))
-                                for v in wgrad_variants(
+                                for w in wgrad_variants(
                                     dataclasses.replace(
                                         make_config(key, cols, *s, 1, g), prefetch=pf
                                     ),
                                     args.wgrad_smem,
                                 )
+                                for v in fold_variants(w, args.fold)
                             ],
                         ),
                         ("capped", None),
@@ -485,20 +516,24 @@ def run(args) -> int:
                                 results.append((us, cfg, row))
                 fcsv.flush()
                 best_us, best, brow = min(results, key=lambda r: r[0])
-                gain = base_us / best_us
+                cur_us, cur_cfg, cur_row = cur
+                gain = cur_us / best_us
                 print(
                     f"{combo:8s} {op:14s} {cols:6d}: baseline {base_row['gbs']:7.1f} GB/s "
-                    f"({base_cfg.ctas_per_row}/{base_cfg.warps_m}x{base_cfg.warps_n}) best "
+                    f"({base_cfg.ctas_per_row}/{base_cfg.warps_m}x{base_cfg.warps_n}) current "
+                    f"{cur_row['gbs']:7.1f} best "
                     f"{brow['gbs']:7.1f} ({best.ctas_per_row}/{best.warps_m}x{best.warps_n}"
                     f"/min{best.min_ctas_per_sm}{'/pf' if best.prefetch else ''}"
                     f"{f'/wg{best.wgrad_smem}' if best.wgrad_smem else ''}"
+                    f"{'/fold' if best.fold else ''}"
                     f"{'/rows' if best.grid == 'rows' else ''}, "
                     f"{brow['regs']} regs) x{gain:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
                     flush=True,
                 )
                 # general shapes go from tune.csv into registry._NARROW_GENERAL by hand
-                if best is not base_cfg and gain > 1 + args.min_gain and not args.general:
+                new = best is not base_cfg and best is not cur_cfg
+                if new and gain > 1 + args.min_gain and not args.general:
                     winners.append(
                         dict(
                             op=op,
@@ -514,10 +549,11 @@ def run(args) -> int:
                             prefetch=best.prefetch,
                             **({} if best.grid == "persistent" else {"grid": best.grid}),
                             **({"wgrad_smem": best.wgrad_smem} if best.wgrad_smem else {}),
+                            **({"fold": True} if best.fold else {}),
                             gbs=brow["gbs"],
-                            baseline_gbs=base_row["gbs"],
-                            baseline=f"{base_cfg.origin} {base_cfg.ctas_per_row}/"
-                            f"{base_cfg.warps_m}x{base_cfg.warps_n}",
+                            baseline_gbs=cur_row["gbs"],
+                            baseline=f"{cur_cfg.origin} {cur_cfg.ctas_per_row}/"
+                            f"{cur_cfg.warps_m}x{cur_cfg.warps_n}",
                         )
                     )
                 del prob
@@ -583,7 +619,19 @@ def main() -> int:
         "('only': just) with its dgamma / dbeta sums in shared memory (NormConfig.wgrad_smem, "
         "each value whose slots fit)",
     )
-    p.add_argument("--min-gain", type=float, default=0.03, help="keep the baseline below this")
+    p.add_argument(
+        "--fold",
+        choices=("also", "only"),
+        default=None,
+        help="rmsnorm_fwd: time every one-CTA tuned shape (with --refine: every refined "
+        "candidate) also ('only': just) folded (NormConfig.fold)",
+    )
+    p.add_argument(
+        "--min-gain",
+        type=float,
+        default=0.03,
+        help="keep what serves now (NVRTC: the current entry, timed too) below this gain",
+    )
     p.add_argument("--target-ms", type=float, default=12.0)
     p.add_argument("--time-budget", type=float, default=480.0, help="seconds")
     return run(p.parse_args())

@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shutil
 import subprocess
+from importlib import resources
 from pathlib import Path
 
 import ml_dtypes
@@ -100,8 +102,13 @@ def test_fp8_name_expressions():
     )
     spec = _find("rmsnorm_fwd", "general", 512, "fp16", "fp8e5m2", vec=1)
     assert _norms.forward_name(spec).startswith("norm_fwd<nn::fp16, nn::fp16, nn::fp8e5m2, ")
-    names = {s.kernel_key: _norms.forward_name(s) for s in ALL_SPECS}
-    assert len(set(names.values())) == len(names)
+    # a name is shared only by keys that differ in multi_cta alone (RMSNorm kernels with the
+    # exchange serve rows of one CTA and of several: fp32 -> FP8 32768 and 65536, say)
+    by_name: dict[str, set] = {}
+    for s in ALL_SPECS:
+        by_name.setdefault(_norms.forward_name(s), set()).add(s.kernel_key)
+    for keys in by_name.values():
+        assert len({k[:-1] for k in keys}) == 1, keys
 
 
 @pytest.mark.parametrize("spec", QUICK_SPECS, ids=_spec_id)
@@ -148,7 +155,7 @@ def _ptx(name: str, arch: str) -> str:
 
 def test_one_cta_layernorm_forwards_leave_the_exchange_out():
     """LayerNorm's one-CTA rows compile the forward without the inter-CTA exchange (no grid size
-    read); rows of several CTAs and RMSNorm outside ``_norms.RMS_FOLDED`` keep it."""
+    read); rows of several CTAs and RMSNorm entries without ``fold`` keep it."""
     one = _find("layernorm_fwd", "tuned", 8192, "bf16", "fp8e4m3")
     assert one.ctas_per_row == 1 and not _norms.exchange(one)
     multi = dataclasses.replace(one, ctas_per_row=2)
@@ -165,16 +172,37 @@ def _selected(inp: str, out: str, hidden: int) -> NormSpec:
     return norm_spec(cfg, hidden, cfg.num_elts, H200)
 
 
-@pytest.mark.parametrize("entry", sorted(_norms.RMS_FOLDED), ids=str)
-def test_rms_folded_entries_are_one_cta_tuned_forwards(entry):
-    """Every shape of ``_norms.RMS_FOLDED`` is what rows of that length run (a tuned one-CTA
-    forward, as measured in run 139), and it compiles without the exchange."""
-    inp, out, hidden = entry
-    for o in FP8 if out == "fp8" else (out,):
-        spec = _selected(inp, o, hidden)
-        assert not spec.general and spec.ctas_per_row == 1
-        assert not _norms.exchange(spec)
-        assert _norms.exchange(dataclasses.replace(spec, ctas_per_row=2))
+FOLDED = [c for c in registry.measured_configs() if c.fold]
+
+
+@pytest.mark.parametrize("cfg", FOLDED, ids=lambda c: f"{c.input}-{c.output}-{c.hidden_size}")
+def test_folded_entries_are_selected_and_compile_without_the_exchange(cfg):
+    """Every measured entry with ``fold`` is what rows of its length run on NVRTC, it compiles
+    without the exchange, and the same shape unfolded (TE's or a generated entry at the sizes
+    run 140 measured) keeps it."""
+    spec = _selected(cfg.input, cfg.output, cfg.hidden_size)
+    assert spec.config == cfg and not spec.general and spec.ctas_per_row == 1
+    assert not _norms.exchange(spec)
+    assert _norms.exchange(dataclasses.replace(spec, ctas_per_row=2))
+    assert _norms.exchange(dataclasses.replace(spec, config=dataclasses.replace(cfg, fold=False)))
+
+
+def test_folded_entries_are_the_measured_shapes():
+    """fold is measured data, not a rule: every entry that sets it names the run that timed it
+    folded (runs 139-140 for the 16 shapes set by hand, the tune_norms.py --fold sweeps since),
+    and run 140's shapes not re-swept since keep it."""
+    raw = json.loads(
+        resources.files("numba_norms").joinpath("data/measured_norms.json").read_text()
+    )
+    folded = [e for e in raw["entries"] if e.get("fold")]
+    assert folded
+    runs = ("run139", "run142", "run143")
+    assert folded and all(
+        any(r in e.get("fold_run", e.get("run", "")) for r in runs) for e in folded
+    )
+    shapes = {(c.input, c.output, c.hidden_size) for c in FOLDED}
+    assert {("fp16", "fp16", 768), ("bf16", "fp8e4m3", 65536), ("fp32", "fp8e5m2", 2048)} <= shapes
+    assert ("bf16", "fp8e4m3", 32768) not in shapes  # lost folded in run 139
 
 
 def test_rms_folded_forward_addresses_a_row_from_one_pointer():
@@ -187,7 +215,7 @@ def test_rms_folded_forward_addresses_a_row_from_one_pointer():
     y_offsets = re.findall(r"st\.global\.v2\.u32 \t\[%rd\d+\+(\d+)\]", folded)
     assert {str(8192 * k) for k in range(1, 8)} <= set(y_offsets)
     spec = _selected("bf16", "fp8e4m3", 32768)
-    assert ("bf16", "fp8", 32768) not in _norms.RMS_FOLDED and _norms.exchange(spec)
+    assert not spec.config.fold and _norms.exchange(spec)
     assert "%nctaid.x" in _ptx(_norms.forward_name(spec), "sm_90")
 
 

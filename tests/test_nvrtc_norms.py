@@ -232,8 +232,8 @@ def test_name_expressions():
 
 def test_every_spec_has_a_distinct_name():
     """Specs share a name expression only where their keys differ in ``multi_cta`` alone and the
-    NVRTC kernel does not depend on it (the backward and RMSNorm's forwards outside
-    ``_norms.RMS_FOLDED`` always carry the inter-CTA exchange; Numba's kernels do depend on it)."""
+    NVRTC kernel does not depend on it (the backward and RMSNorm's forwards without ``fold``
+    always carry the inter-CTA exchange; Numba's kernels do depend on it)."""
     by_name: dict[str, list] = {}
     for spec in ALL_SPECS:
         by_name.setdefault(_names(spec)[0], []).append(spec)

@@ -124,6 +124,39 @@ def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
     assert ts.config_of(row, "softmax_fwd", "scaled") == dataclasses.replace(cfg, keys=0)
 
 
+def test_tune_norms_fold_candidates(monkeypatch, tmp_path):
+    """``tune_norms.py --fold``: folded copies only of one-CTA tuned RMSNorm forwards ("only"
+    drops the shapes that cannot fold), and a refined row keeps its fold (the GPU image has
+    torch; CI skips)."""
+    pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(str(ROOT / "perf"))
+    tn = importlib.import_module("tune_norms")
+    from numba_norms import registry
+
+    key = registry.NormKey("rmsnorm_fwd", "bf16", "bf16", "bf16")
+    one, two = (tn.make_config(key, 16384, c, 1, 8 // c, 1) for c in (1, 2))
+    assert tn.fold_variants(one, None) == [one]
+    assert tn.fold_variants(one, "also") == [one, dataclasses.replace(one, fold=True)]
+    assert tn.fold_variants(one, "only") == [dataclasses.replace(one, fold=True)]
+    assert tn.fold_variants(two, "also") == [two] and tn.fold_variants(two, "only") == []
+    ln = tn.make_config(
+        registry.NormKey("layernorm_fwd", "bf16", "bf16", "bf16"), 16384, 1, 1, 8, 1
+    )
+    assert tn.fold_variants(ln, "also") == [ln]
+    head = "op,weight,input,output,cols,label,ctas_per_row,warps_m,warps_n,min_ctas_per_sm,"
+    head += "prefetch,row_grid,fold,median_us,check\n"
+    body = [
+        "rmsnorm_fwd,bf16,bf16,bf16,16384,shape,1,1,8,1,0,persistent,1,100,ok",
+        "rmsnorm_fwd,bf16,bf16,bf16,16384,shape,1,1,8,1,0,persistent,0,110,ok",
+    ]
+    (tmp_path / "tune.csv").write_text(head + "\n".join(body) + "\n")
+    refine = tn.load_refine([str(tmp_path / "tune.csv")])
+    cands = tn.refine_candidates(refine, key, 16384, 2)
+    assert [(c.fold, c.prefetch) for c in cands] == [
+        (True, False), (True, True), (False, False), (False, True)
+    ]  # fmt: skip
+
+
 def test_scoreboard_tables(tmp_path):
     # two files of one split run: the second's nvrtc row replaces the first's
     head = "op,impl,dtype,cols,median_us,gbs,pct_ceiling,check\n"

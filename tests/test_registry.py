@@ -125,6 +125,10 @@ def test_numba_softmax_entries_replace_shared_ones_of_their_length():
         (dict(grid="blocks"), "grid: expected one of"),
         (dict(op="layernorm_bwd", bytes_per_ldg_final=4, grid="rows"), "grid 'rows' needs"),
         (dict(ctas_per_row=2, grid="rows"), "grid 'rows' needs"),
+        (dict(fold=True), "fold: expected a tuned rmsnorm_fwd"),
+        (dict(op="rmsnorm_fwd", kind="general", fold=True), "fold: expected"),
+        (dict(op="rmsnorm_fwd", ctas_per_row=2, fold=True), "fold: expected"),
+        (dict(op="rmsnorm_bwd", bytes_per_ldg_final=4, fold=True), "fold: expected"),
     ],
 )
 def test_invalid_entries_are_rejected(changes, message):
@@ -138,6 +142,26 @@ def test_invalid_entries_are_rejected(changes, message):
     )
     with pytest.raises(ValueError, match=message):
         r.NormConfig(**{**base, **changes})
+
+
+def test_fold_is_read_per_entry_and_shared_with_e5m2():
+    """``fold`` comes from the measured JSON entry (absent: False); the e5m2 copy of an e4m3
+    entry carries it; TE's and generated entries never set it."""
+    raw = json.loads(
+        resources.files("numba_norms").joinpath("data/measured_norms.json").read_text()
+    )
+    flagged = {(e["input"], e["output"], e["hidden_size"]) for e in raw["entries"] if e.get("fold")}
+    measured = r.measured_configs()
+    e4m3_or_16bit = [c for c in measured if c.fold and c.output != "fp8e5m2"]
+    assert flagged == {(c.input, c.output, c.hidden_size) for c in e4m3_or_16bit}
+    for c in measured:
+        if c.output == "fp8e4m3":
+            assert r._replace(c, output="fp8e5m2") in measured
+    key = r.NormKey("rmsnorm_fwd", "fp16", "fp16", "fp8e4m3")
+    assert r.select_norm(key, 5120, 16384, 16).fold
+    assert not r.select_norm(key, 5120, 16384, 16, measured=False).fold  # generated
+    assert not r.select_norm(key, 6144, 16384, 16).fold  # generated from the folded neighbours
+    assert not any(c.fold for c in r.norm_configs(include_fp8=True) if c.origin == "te")
 
 
 def test_tuned_needs_alignment_and_rows_multiple_of_four():

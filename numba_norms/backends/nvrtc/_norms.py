@@ -17,7 +17,6 @@ from typing import Any
 import rtc
 
 from ...planner import NormPlan, NormSpec
-from ...registry import FP8_DTYPES
 from ..common import (
     NORM_BWD_PARAMS,
     NORM_FINALIZE_PARAMS,
@@ -30,7 +29,6 @@ from ._launch import cached_record, current_device, kernel_source
 __all__ = [
     "C_TYPES",
     "NVRTC_OPTIONS",
-    "RMS_FOLDED",
     "active_clusters",
     "backward",
     "backward_names",
@@ -86,37 +84,21 @@ def _tail(c) -> str:
     return f"{c.min_ctas_per_sm}, {_flag(c.prefetch)}"
 
 
-# One-CTA RMSNorm forwards compiled like LayerNorm's, without the exchange and with one address
-# a row (Slice): (input, output, hidden), "fp8" for either FP8 output (e5m2 gets e4m3's registers
-# and spills, dev box). These ran at least 1.03x faster in both rounds of an A/B against 2b5cc18
-# (H200, run 139): FP8 outputs 1.035-1.17x (bf16 65536 919 -> 819 us, 5120 75.3 -> 64.5 us),
-# rmsnorm_fwd fp16 768 1.04x. Every other one-CTA shape ran 0.47-1.03x (fp16 8192 0.52x, bf16
-# 32768 0.76x; ptxas spilled where it had not), so they keep the exchange.
-RMS_FOLDED: frozenset[tuple[str, str, int]] = frozenset(
-    [("fp16", "fp16", 768)]
-    + [("bf16", "fp8", h) for h in (768, 1024, 2048, 5120, 8192, 12288, 65536)]
-    + [("fp16", "fp8", h) for h in (768, 1024, 2048, 4096, 5120, 7168)]
-    + [("fp32", "fp8", h) for h in (2048, 2560)]
-)
-
-
 def exchange(spec: NormSpec) -> bool:
     """Whether the forward kernel of ``spec`` is compiled with the inter-CTA exchange.
 
     Rows of several CTAs need it. Without it the column step is a constant and the kernel
     addresses each row from one pointer (``Slice``). LayerNorm's one-CTA rows leave it out
-    (layernorm_fwd_fp8 bf16 1.04-1.32x, fp16 1.06-1.13x; H200 run 129); RMSNorm's only on the
-    shapes of :data:`RMS_FOLDED`. Without the exchange alone (the vectors still addressed one
-    by one) every one-CTA RMSNorm forward ran 0.43-1.04x (run 134). The backward keeps it
-    always (without it ptxas spilled: layernorm_bwd 2048 / 4096 0.48 / 0.46x, run 127).
+    (layernorm_fwd_fp8 bf16 1.04-1.32x, fp16 1.06-1.13x; H200 run 129); RMSNorm's only where
+    the entry says so (``NormConfig.fold``: folded, 0.47-1.17x of the same shape unfolded, runs
+    139-140). Without the exchange alone (the vectors still addressed one by one) every
+    one-CTA RMSNorm forward ran 0.43-1.04x (run 134). The backward keeps it always (without it
+    ptxas spilled: layernorm_bwd 2048 / 4096 0.48 / 0.46x, run 127).
     """
     c = spec.config
     if spec.multi_cta:
         return True
-    if not c.is_rms:
-        return False
-    out = "fp8" if c.output in FP8_DTYPES else c.output
-    return spec.general or (c.input, out, c.hidden_size) not in RMS_FOLDED
+    return c.is_rms and not c.fold
 
 
 def forward_name(spec: NormSpec) -> str:

@@ -61,7 +61,7 @@ struct Geometry {
 // step is a constant) instead of each getting its own 64-bit address (ncu, run 126); with the
 // one-CTA forwards (norm_fwd) LayerNorm ran 0.991-1.314x (H200, run 130). RMSNorm adds each
 // vector's column to the row start: folded it ran 0.92-0.98x on several shapes (rmsnorm_bwd
-// fp32 16384 0.917x in runs 128 and 129), except its one-CTA forwards of _norms.RMS_FOLDED
+// fp32 16384 0.917x in runs 128 and 129), except its one-CTA forwards of entries with `fold`
 // (no exchange, so immediates; run 139).
 template <bool FOLD, typename T>
 struct Slice {
