@@ -236,9 +236,7 @@ class NormConfig:
                     f"wgrad_smem {self.wgrad_smem}: {need} bytes of shared memory a CTA exceed "
                     f"{WGRAD_SMEM_BYTES}"
                 )
-        if self.fold and not (
-            self.op == "rmsnorm_fwd" and self.kind == "tuned" and self.ctas_per_row == 1
-        ):
+        if self.fold and not self.foldable:
             raise ValueError(
                 "fold: expected a tuned rmsnorm_fwd entry with ctas_per_row 1, got a "
                 f"{self.kind} {self.op} entry with ctas_per_row {self.ctas_per_row}"
@@ -266,6 +264,11 @@ class NormConfig:
     @property
     def is_rms(self) -> bool:
         return self.op.startswith("rmsnorm")
+
+    @property
+    def foldable(self) -> bool:
+        """Whether ``fold`` may be set: a tuned RMSNorm forward of one CTA a row."""
+        return self.op == "rmsnorm_fwd" and self.kind == "tuned" and self.ctas_per_row == 1
 
     @property
     def smem_sums(self) -> tuple[bool, bool]:

@@ -208,10 +208,9 @@ def fold_variants(cfg: registry.NormConfig, sweep: str | None) -> list:
     """``cfg`` and, with ``sweep`` ("also") for a tuned rmsnorm_fwd entry of one CTA a row, its
     folded copy (``NormConfig.fold``); "only": the folded copy alone, nothing for shapes that
     cannot fold."""
-    can = cfg.op == "rmsnorm_fwd" and cfg.kind == "tuned" and cfg.ctas_per_row == 1
     if not sweep or cfg.fold:
         return [cfg]
-    if not can:
+    if not cfg.foldable:
         return [] if sweep == "only" else [cfg]
     folded = dataclasses.replace(cfg, fold=True)
     return [folded] if sweep == "only" else [cfg, folded]

@@ -197,9 +197,7 @@ def test_folded_entries_are_the_measured_shapes():
     folded = [e for e in raw["entries"] if e.get("fold")]
     assert folded
     runs = ("run139", "run142", "run143")
-    assert folded and all(
-        any(r in e.get("fold_run", e.get("run", "")) for r in runs) for e in folded
-    )
+    assert all(any(r in e.get("fold_run", e.get("run", "")) for r in runs) for e in folded)
     shapes = {(c.input, c.output, c.hidden_size) for c in FOLDED}
     assert {("fp16", "fp16", 768), ("bf16", "fp8e4m3", 65536), ("fp32", "fp8e5m2", 2048)} <= shapes
     assert ("bf16", "fp8e4m3", 32768) not in shapes  # lost folded in run 139
