@@ -534,26 +534,38 @@ def _target_elts(op: str, cols: int) -> int:
 
 
 def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
-    """The TE tuned entry whose hidden size is nearest (by ratio) for the same dtypes.
+    """The tuned entry (TE's or measured) whose hidden size is nearest (by ratio) for the same
+    dtypes and direction; for forwards the measured entries only, where there are any
+    (:data:`_GEN_FWD_MEASURED`).
 
     LayerNorm's table is the template for RMSNorm too: it covers far more sizes and the kernels
     share their structure.
     """
     direction = "bwd" if key.op.endswith("_bwd") else "fwd"
+    dtypes = (key.weight, key.input, key.output)
+    same = [
+        (hidden, cfg)
+        for (k, hidden), cfg in tuned.items()
+        if cfg.origin != "generated"
+        and (k.weight, k.input, k.output) == dtypes
+        and k.op.endswith(direction)
+        and not k.fused_add
+    ]
+    if direction == "fwd" and _GEN_FWD_MEASURED:
+        same = [(h, c) for h, c in same if c.origin == "measured"] or same
     best, best_ratio = None, None
-    for (k, hidden), cfg in tuned.items():
-        if cfg.origin == "generated" or (k.weight, k.input, k.output) != (
-            key.weight,
-            key.input,
-            key.output,
-        ):
-            continue
-        if not k.op.endswith(direction) or k.fused_add:
-            continue
+    for hidden, cfg in same:
         ratio = max(hidden, cols) / min(hidden, cols)
-        if best_ratio is None or ratio < best_ratio or (ratio == best_ratio and k.op == key.op):
+        if best_ratio is None or ratio < best_ratio or (ratio == best_ratio and cfg.op == key.op):
             best, best_ratio = cfg, ratio
     return best
+
+
+# Forwards scale their CTA count from the measured entries alone: every forward sweep on the
+# H200 from 8192 to 32768 columns (and bf16 at 65536) chose one CTA a row, while TE's entries
+# between them (nearer by ratio: TE registers more sizes) span 2-5, and the shapes scaled from
+# them ran 1.47-1.71x slower than one CTA (run 150's tuner at 12544 / 13312 / 26112, bf16).
+_GEN_FWD_MEASURED = True
 
 
 # CTAs a generated row may span when scaled from an entry with shared-memory sums (wgrad_smem:
@@ -570,7 +582,8 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
 
     Run-time compilation makes a kernel per hidden size cheap, so any ``cols`` that some warp
     split tiles exactly gets its own register-resident kernel: CTAs per row scaled from the
-    nearest tuned entry (TE's or measured), the warp split from :data:`_GEN_TARGET_ELTS`.
+    nearest tuned entry (TE's or measured), the warp split from :data:`_GEN_TARGET_ELTS`; where
+    that count tiles nothing, the counts of :data:`_GEN_FALLBACK_CTAS`.
     """
     tuned, _ = _index(True, measured)
     base = _nearest_tuned(key, cols, tuned)
@@ -581,34 +594,56 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
     if base.wgrad_smem:
         ctas = min(ctas, _GEN_MAX_CTAS)
     target = _target_elts(key.op, cols)
-    for nbytes in _GEN_BYTES:  # 16-byte vectors matter more than the slice size
+    shape = _gen_shape(cols, size, (ctas,), target)
+    if shape is None:  # the scaled count tiles nothing
+        shape = _gen_shape(cols, size, tuple(c for c in _GEN_FALLBACK_CTAS if c != ctas), target)
+    if shape is None:
+        return None
+    ctas, warps_n, nbytes = shape
+    return NormConfig.tuned_for(
+        key,
+        cols,
+        ctas_per_row=ctas,
+        # at least 4 warps a CTA; rows shared by CTAs keep one warp row (as TE's)
+        warps_m=max(1, 4 // warps_n) if ctas == 1 else 1,
+        warps_n=warps_n,
+        bytes_per_ldg=nbytes,
+        origin="generated",
+    )
+
+
+# CTA counts tried where the count scaled from the nearest entry tiles nothing (12544 bf16
+# columns from TE's 5-CTA 12800 entry, say): those the tuner sweeps (perf/tune_norms.py), the
+# slice nearest the target size winning, ties to fewer CTAs. Against TE's general entries that
+# served such sizes before (H200, run 150, bf16, tuner at 12544 / 13312 / 26112): one CTA of 7 /
+# 13 warps and 2 CTAs of 17 warps ran 1.3-2.3x.
+_GEN_FALLBACK_CTAS = (1, 2, 4, 8)
+
+
+def _gen_shape(
+    cols: int, size: int, ctas_options: tuple[int, ...], target: int
+) -> tuple[int, int, int] | None:
+    """(ctas_per_row, warps_n, bytes_per_ldg) tiling ``cols`` exactly, or None: the widest
+    vectors that tile (16-byte vectors matter more than the slice size), then the slice
+    nearest ``target`` elements a thread by ratio; ties go to fewer CTAs, then fewer warps."""
+    for nbytes in _GEN_BYTES:
         if nbytes < size:
             continue
         vec = nbytes // size
         best = None
-        for warps_n in range(1, MAX_THREADS_PER_BLOCK // WARP_SIZE + 1):
-            lanes = ctas * warps_n * WARP_SIZE
-            if cols % (lanes * vec):
-                continue
-            elts = cols // lanes
-            if elts > _GEN_MAX_ELTS:
-                continue
-            # nearest to the target by ratio; ties go to fewer warps
-            score = max(elts, target) / min(elts, target)
-            if best is None or score < best[0]:
-                best = (score, warps_n)
+        for ctas in sorted(ctas_options):
+            for warps_n in range(1, MAX_THREADS_PER_BLOCK // WARP_SIZE + 1):
+                lanes = ctas * warps_n * WARP_SIZE
+                if cols % (lanes * vec):
+                    continue
+                elts = cols // lanes
+                if elts > _GEN_MAX_ELTS:
+                    continue
+                score = max(elts, target) / min(elts, target)
+                if best is None or score < best[0]:
+                    best = (score, ctas, warps_n)
         if best is not None:
-            warps_n = best[1]
-            return NormConfig.tuned_for(
-                key,
-                cols,
-                ctas_per_row=ctas,
-                # at least 4 warps a CTA; rows shared by CTAs keep one warp row (as TE's)
-                warps_m=max(1, 4 // warps_n) if ctas == 1 else 1,
-                warps_n=warps_n,
-                bytes_per_ldg=nbytes,
-                origin="generated",
-            )
+            return best[1], best[2], nbytes
     return None
 
 
@@ -630,16 +665,40 @@ _NARROW_GENERAL = {
 }
 
 
-def narrow_general(key: NormKey, cols: int, alignment: int) -> NormConfig | None:
-    """The measured one-CTA general entry for rows of ``cols`` whose arrays allow only
-    ``alignment``-byte vectors (< 16), or None where :data:`_NARROW_GENERAL` has none."""
+# NVRTC's layernorm_fwd rows re-swept on today's kernels (H200, run 150, bf16, scalar accesses,
+# `tune_norms.py --general`): 2053 columns 1 x 4 warps with the pipeline 2325 GB/s against the
+# table's 2024 (1.15x), 5003 1 x 4 capped at 3 CTAs an SM, pipelined, 2003 against 1399 (1.43x;
+# 40 elements a thread: the band ends where that shape would hold 40), 12289 2 x 8 warps 1642
+# against 1178 (1.39x). The other ops' shapes were within 2% of the sweep's best; Numba's
+# layernorm_fwd at 5003 was best on the table's shape. 16-bit inputs and outputs only (fp32 at
+# 5003 ran fastest on 1 x 8 warps; FP8 outputs were not swept).
+_NARROW_GENERAL_NVRTC = {
+    "layernorm_fwd": (
+        (3072, 1, 4, 4, True),
+        (5120, 1, 4, 3, True),
+        (8192, 2, 8, 1, False),
+        (16384, 2, 8, 1, False),
+    ),
+}
+
+
+def narrow_general(
+    key: NormKey, cols: int, alignment: int, backend: str | None = None
+) -> NormConfig | None:
+    """The measured one-CTA general entry of ``backend`` (None: NVRTC's) for rows of ``cols``
+    whose arrays allow only ``alignment``-byte vectors (< 16), or None where
+    :data:`_NARROW_GENERAL` (for NVRTC's 16-bit rows :data:`_NARROW_GENERAL_NVRTC` first) has
+    none."""
     if alignment >= TUNED_ALIGNMENT or cols < _NARROW_MIN_COLS:
         return None
     size = itemsize(key.input)
     # an FP8 output's 1-byte alignment still allows one element of x (the planner narrows each
     # array's vectors to what its own alignment allows)
     nbytes = max(size, alignment)
-    for upto, wm, wn, min_ctas, prefetch in _NARROW_GENERAL[key.op]:
+    table = _NARROW_GENERAL[key.op]
+    if backend != "numba" and size == itemsize(key.output) == 2:
+        table = _NARROW_GENERAL_NVRTC.get(key.op, table)
+    for upto, wm, wn, min_ctas, prefetch in table:
         if cols <= upto:
             return _one_cta_general(key, cols, nbytes, wm, wn, min_ctas, prefetch)
     return None
@@ -686,16 +745,38 @@ _VECTOR_GENERAL = {
 }
 
 
+# Longer rows of the same kind (16-bit, 16-byte vectors, no shape tiles them: 4104 = 8 x 513,
+# say) on NVRTC, by op and row length: (up to cols, warps_m, warps_n, min_ctas_per_sm,
+# prefetch); None: TE's general entry serves. The fastest one-CTA shapes of a sweep at 4104 /
+# 8200 / 18944 bf16 columns (H200, run 150, `tune_norms.py --general`), against TE's general
+# entries (4 warps a CTA, several CTAs a row from 8193 columns): 1.41-2.17x / 1.68-2.53x /
+# 1.43-2.02x; layernorm_bwd at 18944 1.06x (not kept: None). Each band ends where its shape
+# holds the 40 elements a thread it was measured with; past 20480 TE's entries serve (at 37376
+# TE's several-CTA shapes, register-capped, were the fastest).
+_WIDE_VECTOR_GENERAL = {
+    "rmsnorm_fwd": ((5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
+    "layernorm_fwd": ((5120, 1, 4, 2, True), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True)),
+    "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
+    "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
+}
+
+
 def vector_general(
     key: NormKey, cols: int, alignment: int, backend: str | None = None
 ) -> NormConfig | None:
-    """The measured one-CTA general entry (:data:`_VECTOR_GENERAL`) of ``backend`` (None: the
-    NVRTC one) for rows of ``cols`` taking 16-byte vectors, or None where it has none."""
+    """The measured one-CTA general entry (:data:`_VECTOR_GENERAL`, NVRTC's past it
+    :data:`_WIDE_VECTOR_GENERAL`) of ``backend`` (None: the NVRTC one) for rows of ``cols``
+    taking 16-byte vectors, or None where it has none."""
     lo, hi = _VECTOR_GENERAL_COLS
-    if alignment < TUNED_ALIGNMENT or itemsize(key.input) != 2 or not lo <= cols <= hi:
+    if alignment < TUNED_ALIGNMENT or itemsize(key.input) != 2 or cols < lo:
         return None
-    shape = _VECTOR_GENERAL["numba" if backend == "numba" else "nvrtc"].get(key.op)
-    if shape is None:
+    if cols <= hi:
+        shape = _VECTOR_GENERAL["numba" if backend == "numba" else "nvrtc"].get(key.op)
+    elif backend == "numba":
+        return None
+    else:
+        shape = next((b[1:] for b in _WIDE_VECTOR_GENERAL[key.op] if cols <= b[0]), None)
+    if shape is None or shape[0] is None:
         return None
     return _one_cta_general(key, cols, TUNED_ALIGNMENT, *shape)
 
@@ -755,7 +836,7 @@ def select_norm(
             f"output={key.output}; supported (weight/input/output): {combos}"
         )
     if measured:
-        one_cta = narrow_general(key, cols, alignment) or vector_general(
+        one_cta = narrow_general(key, cols, alignment, backend) or vector_general(
             key, cols, alignment, backend
         )
         if one_cta is not None:

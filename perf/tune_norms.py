@@ -17,8 +17,9 @@ format: copy it there after reading the CSV).
 
 ``--general`` sweeps one-CTA general shapes instead, timed on rows of the given lengths: scalar
 accesses where the pitch allows only one element (odd lengths; winners go from ``tune.csv`` into
-``registry._NARROW_GENERAL`` by hand), 16-byte vectors where the row is a vector multiple that
-no tuned shape tiles (1000 in bf16; ``registry._VECTOR_GENERAL``). No JSON.
+``registry._NARROW_GENERAL`` / ``_NARROW_GENERAL_NVRTC`` by hand), 16-byte vectors where the row
+is a vector multiple that no tuned shape tiles (1000 in bf16: ``registry._VECTOR_GENERAL``; 4104:
+``_WIDE_VECTOR_GENERAL``). No JSON. "current" is what serves rows of that pitch.
 
 ``--grids persistent rows`` times each shape of a forward with one CTA a row on both launch
 grids (``NormConfig.grid``); a winner on the grid of all rows carries ``"grid": "rows"``.
@@ -427,8 +428,11 @@ def run(args) -> int:
                     continue
                 t0 = time.monotonic()
                 prob = Problem(key, args.rows, cols)
+                # the alignment of the timed rows (contiguous: their pitch), as the call sees it
+                pitch = cols * min(registry.itemsize(inp), registry.itemsize(outp))
+                align = min(16, pitch & -pitch)
                 if backend == "numba":  # what the Numba path runs now
-                    base_cfg = real_select(key, cols, args.rows, 16, backend="numba")
+                    base_cfg = real_select(key, cols, args.rows, align, backend="numba")
                 else:
                     base_cfg = te_select(key, cols, args.rows)
                 ahead = [base_cfg]
@@ -451,7 +455,7 @@ def run(args) -> int:
                 # NVRTC: also what serves now (a measured entry), the bar a winner must clear
                 cur = (base_us, base_cfg, base_row)
                 if backend == "nvrtc":
-                    now = real_select(key, cols, args.rows, 16, backend="nvrtc")
+                    now = real_select(key, cols, args.rows, align, backend="nvrtc")
                     if now != base_cfg:
                         row, _, us = measure(prob, now, f"current:{now.origin}", ref, base_us)
                         if row and us:

@@ -734,7 +734,7 @@ def test_ptx_every_registry_kernel():
 def test_ptx_narrow_general_kernels(op, cols, fused_add):
     """The measured one-CTA shapes for rows without 16-byte vectors (scalar accesses)."""
     key = registry.NormKey(op, *BF16, fused_add)
-    cfg = registry.select_norm(key, cols, 16384, 2)
+    cfg = registry.select_norm(key, cols, 16384, 2, backend="numba")
     assert cfg.origin == "measured"
     spec = planner.norm_spec(cfg, cols, cfg.num_elts, planner.DeviceLimits(sm_count=132))
     assert spec.ctas_per_row == 1 and spec.num_elts == 1

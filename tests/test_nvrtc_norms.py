@@ -125,16 +125,22 @@ NARROW_SPECS = _narrow_specs()
 
 def _vector_specs() -> list[NormSpec]:
     """The measured one-CTA general entries of 16-byte-aligned rows without a tuned entry
-    (registry._VECTOR_GENERAL, NVRTC's), at the size they were measured at and the fused add."""
+    (registry._VECTOR_GENERAL, NVRTC's, and _WIDE_VECTOR_GENERAL), at the sizes they were
+    measured at and the fused add."""
     keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
     keys.append(registry.NormKey("layernorm_bwd", "fp16", "fp16", "fp16"))
     out = []
     for key in keys:
-        if key.op not in registry._VECTOR_GENERAL["nvrtc"]:
-            continue
-        cfg = registry.select_norm(key, 1000, 16384, 16, backend="nvrtc")
-        assert cfg.origin == "measured" and cfg.kind == "general" and cfg.num_elts == 8
-        out.append(norm_spec(cfg, 1000, cfg.num_elts, H200))
+        # 1000: _VECTOR_GENERAL; 4104 / 8200 / 18944: _WIDE_VECTOR_GENERAL's bands
+        for cols, band in zip((1000, 4104, 8200, 18944), (None, 0, 1, 2)):
+            if band is None:
+                if key.op not in registry._VECTOR_GENERAL["nvrtc"]:
+                    continue
+            elif registry._WIDE_VECTOR_GENERAL[key.op][band][1] is None or key.input != "bf16":
+                continue
+            cfg = registry.select_norm(key, cols, 16384, 16, backend="nvrtc")
+            assert cfg.origin == "measured" and cfg.kind == "general" and cfg.num_elts == 8
+            out.append(norm_spec(cfg, cols, cfg.num_elts, H200))
     return out
 
 

@@ -313,6 +313,87 @@ def test_generated_entries_keep_slices_register_sized():
                 assert cols // (cfg.ctas_per_row * cfg.warps_n * 32) <= r._GEN_MAX_ELTS, cfg
 
 
+@pytest.mark.parametrize("backend", ["nvrtc", "numba"])
+def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
+    """Rows of 16-bit vector multiples past 1024 columns that no shape tiles (4104 = 8 x 513):
+    NVRTC's measured one-CTA shapes by band (registry._WIDE_VECTOR_GENERAL), TE's general
+    entries past the last band, where a band has none, and on the Numba path (not measured)."""
+    for op, bands in r._WIDE_VECTOR_GENERAL.items():
+        key = r.NormKey(op, "fp16", "fp16", "fp16")
+        prev = r._VECTOR_GENERAL_COLS[1] + 8
+        for upto, *shape in bands:
+            for cols in (prev, upto - 8, 4104):
+                if not prev <= cols <= upto:
+                    continue
+                assert r.generated_tuned(key, cols) is None  # 8 x odd: nothing tiles
+                cfg = r.select_norm(key, cols, 16384, 16, backend=backend)
+                te = r.select_norm(key, cols, 16384, 16, measured=False)
+                if backend == "numba" or shape[0] is None:
+                    assert cfg == te and cfg.origin == "te"
+                    continue
+                wm, wn, min_ctas, prefetch = shape
+                assert (cfg.kind, cfg.origin, cfg.bytes_per_ldg) == ("general", "measured", 16)
+                assert (cfg.warps_m, cfg.warps_n, cfg.min_ctas_per_sm, cfg.prefetch) == (
+                    wm, wn, min_ctas, prefetch,
+                )  # fmt: skip
+                assert cols <= cfg.hidden_size < cols + wn * 32 * 8  # one CTA covers the row
+                assert cfg.hidden_size // (wn * 32) <= 40  # the measured slice at most
+            prev = upto + 8
+        past = r.select_norm(key, bands[-1][0] + 8, 16384, 16, backend=backend)
+        assert past.origin == "te"
+    fp32 = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
+    assert r.select_norm(fp32, 4100, 16384, 16).origin == "te"  # measured on 16-bit rows only
+
+
+@pytest.mark.parametrize(
+    "op, cols, shape",
+    [
+        # 12544 = 49 x 256 (bf16: 1568 vectors): TE's 5-CTA 12800 entry scales to 5 CTAs,
+        # which tile nothing; one CTA of 7 warps (56 elements a thread) does
+        ("rmsnorm_bwd", 12544, (1, 1, 7)),
+        ("layernorm_bwd", 12544, (1, 1, 7)),
+        # 13312 = 52 x 256: one CTA of 13 warps, 32 elements a thread (the backward's target)
+        ("layernorm_bwd", 13312, (1, 1, 13)),
+        # 26112 = 102 x 256: 2 CTAs of 17 warps (24 elements) nearer the target than one (48)
+        ("rmsnorm_bwd", 26112, (2, 1, 17)),
+    ],
+)
+def test_generated_fallback_ctas(op, cols, shape):
+    key = r.NormKey(op, "bf16", "bf16", "bf16")
+    cfg = r.generated_tuned(key, cols)
+    assert cfg is not None and cfg.origin == "generated" and cfg.bytes_per_ldg == 16
+    assert (cfg.ctas_per_row, cfg.warps_m, cfg.warps_n) == shape
+    assert cols % cfg.cols_per_pass == 0
+    # the count scaled from the nearest entry is not one of them
+    tuned, _ = r._index(True, True)
+    base = r._nearest_tuned(key, cols, tuned)
+    assert round(base.ctas_per_row * cols / base.hidden_size) != cfg.ctas_per_row
+    assert r.select_norm(key, cols, 16384, 16) == cfg
+    # nothing tiles 18944 = 37 x 512 with at most 8 CTAs: general
+    assert r.generated_tuned(key, 18944) is None
+
+
+def test_generated_forwards_scale_from_measured_entries():
+    """Forwards take their CTA count from the measured entries (one CTA a row from 8192 to
+    32768 columns), not from TE's nearer several-CTA entries (registry._GEN_FWD_MEASURED)."""
+    for op in ("layernorm_fwd", "rmsnorm_fwd"):
+        key = r.NormKey(op, "bf16", "bf16", "bf16")
+        tuned, _ = r._index(True, True)
+        for cols, te_shape, shape in (
+            (28160, (4, 5, 8), (1, 22, 16)),
+            (13312, (2, 13, 16), (1, 13, 16)),
+        ):
+            te_based = r.generated_tuned(key, cols, measured=False)  # TE's table only
+            gen = r.generated_tuned(key, cols)
+            assert (te_based.ctas_per_row, te_based.warps_n, te_based.bytes_per_ldg) == te_shape
+            assert (gen.ctas_per_row, gen.warps_n, gen.bytes_per_ldg) == shape
+            assert r._nearest_tuned(key, cols, tuned).origin == "measured"
+    # backwards keep the nearest of both tables (TE's 4-CTA 30720 entry here)
+    bwd = r.NormKey("layernorm_bwd", "bf16", "bf16", "bf16")
+    gen = r.generated_tuned(bwd, 28160)
+    assert gen.ctas_per_row == 4 and gen == r.generated_tuned(bwd, 28160, measured=False)
+
+
 def test_odd_sizes_and_rows_stay_general():
     # Odd sizes that nothing tiles stay general; so do unaligned or odd row counts.
     assert r.select_norm(BF16, 5003, 16384, 256).kind == "general"
@@ -325,22 +406,33 @@ def test_odd_sizes_and_rows_stay_general():
 
 def test_narrow_rows_take_the_measured_one_cta_shapes():
     # 5003 bf16 columns: 2-byte row pitch, scalar accesses; one CTA covers the row.
-    cfg = r.select_norm(BF16, 5003, 16384, 2)
+    cfg = r.select_norm(BF16, 5003, 16384, 2, backend="numba")
     assert (cfg.kind, cfg.origin, cfg.num_elts) == ("general", "measured", 1)
     assert (cfg.warps_m, cfg.warps_n) == (2, 8)
     assert 5003 <= cfg.hidden_size < 5003 + cfg.warps_n * 32  # no empty warp-column
-    # each op and bucket takes its row of the table
-    for op, table in r._NARROW_GENERAL.items():
-        key = r.NormKey(op, "bf16", "bf16", "bf16", op == "rmsnorm_bwd")
-        prev = r._NARROW_MIN_COLS
-        for upto, wm, wn, min_ctas, prefetch in table:
-            for cols in (prev, upto - 1):
-                c = r.select_norm(key, cols, 16384, 2)
-                assert (c.warps_m, c.warps_n, c.min_ctas_per_sm, c.prefetch) == (
-                    wm, wn, min_ctas, prefetch,
-                )  # fmt: skip
-                assert c.fused_add == key.fused_add and c.hidden_size >= cols
-            prev = upto + 1
+    # NVRTC's own layernorm_fwd shapes (16-bit rows): 1 x 4 warps, pipelined, at 5003
+    nv = r.select_norm(BF16, 5003, 16384, 2, backend="nvrtc")
+    assert (nv.warps_m, nv.warps_n, nv.min_ctas_per_sm, nv.prefetch) == (1, 4, 3, True)
+    assert nv == r.select_norm(BF16, 5003, 16384, 2)  # no backend: NVRTC's
+    assert 5003 <= nv.hidden_size < 5003 + 4 * 32
+    fp32_ln = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
+    assert r.select_norm(fp32_ln, 5003, 16384, 4).warps_n == 8  # fp32: the shared table
+    # each op and bucket takes its row of its backend's table
+    for backend in ("numba", "nvrtc"):
+        for op, table in r._NARROW_GENERAL.items():
+            if backend == "nvrtc":
+                table = r._NARROW_GENERAL_NVRTC.get(op, table)
+            key = r.NormKey(op, "bf16", "bf16", "bf16", op == "rmsnorm_bwd")
+            prev = r._NARROW_MIN_COLS
+            for upto, wm, wn, min_ctas, prefetch in table:
+                for cols in (prev, upto - 1):
+                    c = r.select_norm(key, cols, 16384, 2, backend=backend)
+                    assert (c.warps_m, c.warps_n, c.min_ctas_per_sm, c.prefetch) == (
+                        wm, wn, min_ctas, prefetch,
+                    )  # fmt: skip
+                    assert c.fused_add == key.fused_add and c.hidden_size >= cols
+                    assert -(-cols // (wn * 32)) <= 64  # elements a thread: register-sized
+                prev = upto + 1
     # wider vectors where the alignment allows them (8 bytes: 4 bf16; fp32 rows: 4 bytes)
     assert r.select_norm(BF16, 4100, 16384, 8).num_elts == 4
     fp32 = r.NormKey("rmsnorm_fwd", "fp32", "fp32", "fp32")
@@ -399,7 +491,7 @@ def test_vector_table_leaves_other_rows_alone():
     key = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
     assert r.vector_general(key, 1000, 8) is None  # 8-byte vectors only
     assert r.vector_general(key, 512, 16) is None  # TE's 512-column entry's rows
-    assert r.vector_general(key, 1032, 16) is None  # past TE's 1024-column entry
+    assert r.vector_general(key, 1032, 16, "numba") is None  # past TE's 1024-column entry
     fp32 = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
     assert r.vector_general(fp32, 1000, 16) is None  # measured on 16-bit rows only
     assert r.select_norm(fp32, 1000, 16384, 16).origin == "te"
