@@ -535,8 +535,8 @@ def _target_elts(op: str, cols: int) -> int:
 
 def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
     """The tuned entry (TE's or measured) whose hidden size is nearest (by ratio) for the same
-    dtypes and direction; for forwards the measured entries only, where there are any
-    (:data:`_GEN_FWD_MEASURED`).
+    dtypes and direction; for forwards the measured entries only, where there are any (the
+    note below the function says why).
 
     LayerNorm's table is the template for RMSNorm too: it covers far more sizes and the kernels
     share their structure.
@@ -551,7 +551,7 @@ def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
         and k.op.endswith(direction)
         and not k.fused_add
     ]
-    if direction == "fwd" and _GEN_FWD_MEASURED:
+    if direction == "fwd":  # see the note below
         same = [(h, c) for h, c in same if c.origin == "measured"] or same
     best, best_ratio = None, None
     for hidden, cfg in same:
@@ -565,7 +565,6 @@ def _nearest_tuned(key: NormKey, cols: int, tuned: dict) -> NormConfig | None:
 # H200 from 8192 to 32768 columns (and bf16 at 65536) chose one CTA a row, while TE's entries
 # between them (nearer by ratio: TE registers more sizes) span 2-5, and the shapes scaled from
 # them ran 1.47-1.71x slower than one CTA (run 150's tuner at 12544 / 13312 / 26112, bf16).
-_GEN_FWD_MEASURED = True
 
 
 # CTAs a generated row may span when scaled from an entry with shared-memory sums (wgrad_smem:
@@ -676,7 +675,6 @@ _NARROW_GENERAL_NVRTC = {
     "layernorm_fwd": (
         (3072, 1, 4, 4, True),
         (5120, 1, 4, 3, True),
-        (8192, 2, 8, 1, False),
         (16384, 2, 8, 1, False),
     ),
 }

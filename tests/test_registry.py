@@ -375,7 +375,7 @@ def test_generated_fallback_ctas(op, cols, shape):
 
 def test_generated_forwards_scale_from_measured_entries():
     """Forwards take their CTA count from the measured entries (one CTA a row from 8192 to
-    32768 columns), not from TE's nearer several-CTA entries (registry._GEN_FWD_MEASURED)."""
+    32768 columns), not from TE's nearer several-CTA entries (registry._nearest_tuned)."""
     for op in ("layernorm_fwd", "rmsnorm_fwd"):
         key = r.NormKey(op, "bf16", "bf16", "bf16")
         tuned, _ = r._index(True, True)

@@ -98,32 +98,26 @@ _VECTOR = [
 def test_vector_general_entry(monkeypatch, backend, op, dtype):
     """registry._VECTOR_GENERAL's shapes at 1000 columns, with a few more rows than the resident
     CTAs hold (several row trips: the pipelined ones prefetch the next row)."""
-    if backend == "numba":
-        monkeypatch.setenv("DISABLE_NVRTC", "1")
-    else:
-        monkeypatch.delenv("DISABLE_NVRTC", raising=False)
-    key = registry.NormKey(op, dtype, dtype, dtype)
-    cfg = registry.select_norm(key, 1000, 4, 16, backend=backend)
+    cfg, plan = _select_and_check(monkeypatch, backend, op, 1000, 16, dtype)
     assert cfg.origin == "measured" and cfg.kind == "general"
-    plan = _plan_of(backend, cfg, _rows(cfg, 1000, backend), 1000)
     assert plan.row_iterations >= 2
 
 
 def _select_and_check(monkeypatch, backend, op, cols, align, dtype="bf16"):
     """The entry ``backend`` selects for ``op`` at ``cols`` (rows with ``align``-byte pitch),
-    checked against the reference with a few more rows than its resident CTAs hold."""
+    checked against the reference with a few more rows than its resident CTAs hold; the entry
+    and the plan that used it."""
     if backend == "numba":
         monkeypatch.setenv("DISABLE_NVRTC", "1")
     else:
         monkeypatch.delenv("DISABLE_NVRTC", raising=False)
     key = registry.NormKey(op, dtype, dtype, dtype)
     cfg = registry.select_norm(key, cols, 4, align, backend=backend)
-    _plan_of(backend, cfg, _rows(cfg, cols, backend), cols)
-    return cfg
+    return cfg, _plan_of(backend, cfg, _rows(cfg, cols, backend), cols)
 
 
 # generated entries: where the scaled CTA count tiles nothing (registry._GEN_FALLBACK_CTAS), and
-# forwards scaled from the measured entries (registry._GEN_FWD_MEASURED: one or two CTAs where
+# forwards scaled from the measured entries (registry._nearest_tuned: one or two CTAs where
 # TE's neighbours gave 4-9)
 _GENERATED = [
     (backend, op, cols, dt)
@@ -147,7 +141,7 @@ def test_generated_entry(monkeypatch, backend, op, cols, dtype):
     key = registry.NormKey(op, dtype, dtype, dtype)
     gen = registry.generated_tuned(key, cols)
     assert gen is not None and gen.origin == "generated"
-    assert _select_and_check(monkeypatch, backend, op, cols, 16, dtype) == gen
+    assert _select_and_check(monkeypatch, backend, op, cols, 16, dtype)[0] == gen
 
 
 # NVRTC's one-CTA shapes for 16-bit vector multiples that nothing tiles (4104 = 8 x 513, ...)
@@ -162,12 +156,12 @@ _WIDE = [
 
 @pytest.mark.parametrize(("op", "cols", "dtype"), _WIDE, ids=lambda v: str(v))
 def test_wide_vector_general_entry(monkeypatch, op, cols, dtype):
-    cfg = _select_and_check(monkeypatch, "nvrtc", op, cols, 16, dtype)
+    cfg, _ = _select_and_check(monkeypatch, "nvrtc", op, cols, 16, dtype)
     assert (cfg.kind, cfg.origin, cfg.bytes_per_ldg) == ("general", "measured", 16)
 
 
 @pytest.mark.parametrize("cols", [2053, 3071, 5003, 12289])
 def test_nvrtc_narrow_layernorm_fwd_entry(monkeypatch, cols):
     """registry._NARROW_GENERAL_NVRTC's layernorm_fwd shapes on odd bf16 rows (2-byte pitch)."""
-    cfg = _select_and_check(monkeypatch, "nvrtc", "layernorm_fwd", cols, 2)
+    cfg, _ = _select_and_check(monkeypatch, "nvrtc", "layernorm_fwd", cols, 2)
     assert (cfg.kind, cfg.origin, cfg.num_elts) == ("general", "measured", 1)
