@@ -599,16 +599,36 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
     if shape is None:
         return None
     ctas, warps_n, nbytes = shape
+    # at least 4 warps a CTA; rows shared by CTAs keep one warp row (as TE's)
+    warps_m = max(1, 4 // warps_n) if ctas == 1 else 1
     return NormConfig.tuned_for(
         key,
         cols,
         ctas_per_row=ctas,
-        # at least 4 warps a CTA; rows shared by CTAs keep one warp row (as TE's)
-        warps_m=max(1, 4 // warps_n) if ctas == 1 else 1,
+        warps_m=warps_m,
         warps_n=warps_n,
         bytes_per_ldg=nbytes,
+        prefetch=_gen_prefetch(key, size, cols // (ctas * warps_n * WARP_SIZE), warps_m, warps_n),
         origin="generated",
     )
+
+
+# Generated 16-bit forwards of one warp row a CTA run the pipeline (prefetch) where it paid in
+# same-shape pairs on the H200 (bf16 / fp16 / FP8 outputs, rows 16384; runs 150, 153, 154):
+# - RMSNorm where a thread's registers hold it, about 1.5 an element (x in fp32 and the next row
+#   as loaded) against 64K an SM shared by the CTA's threads: 1.02-1.62x in 22 of 24 pairs
+#   (fp16 22528 0.91x, Numba 9216 0.97x); beyond the estimate (57344 / 61440 columns, 1024 / 960
+#   threads of 56 / 64 elements) 0.59-0.85x.
+# - LayerNorm (which holds the centred values too) up to 32 elements a thread: 1.04-1.59x in all
+#   18 pairs; at 40-56 elements 0.43-0.83x in 7 of 9 (one CTA of 7 or 17 warps won).
+# Backwards (0.82-1.36x in run 150) and fp32 (measured entries split) keep it off.
+def _gen_prefetch(key: NormKey, size: int, elts: int, warps_m: int, warps_n: int) -> bool:
+    if not key.op.endswith("_fwd") or size != 2 or warps_m != 1:
+        return False
+    if key.op.startswith("layernorm"):
+        return elts <= 32
+    cap = min(255, 65536 // (warps_n * WARP_SIZE) // 8 * 8)
+    return 3 * elts // 2 <= cap
 
 
 # CTA counts tried where the count scaled from the nearest entry tiles nothing (12544 bf16

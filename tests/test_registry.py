@@ -394,6 +394,39 @@ def test_generated_forwards_scale_from_measured_entries():
     assert gen.ctas_per_row == 4 and gen == r.generated_tuned(bwd, 28160, measured=False)
 
 
+@pytest.mark.parametrize(
+    "op, cols, shape, prefetch",
+    [
+        # one CTA, 224-896 threads, 32-56 elements a thread: the pipeline fits (run 150 / 153)
+        ("rmsnorm_fwd", 13312, (1, 1, 13), True),
+        ("layernorm_fwd", 28672, (1, 1, 28), True),  # LayerNorm: up to 32 elements a thread
+        ("rmsnorm_fwd", 36864, (1, 1, 24), True),  # RMSNorm: 72 of 80 registers
+        ("layernorm_fwd", 58368, (4, 1, 19), True),  # 24 elements, 4 CTAs
+        # where it does not (runs 153-154: 0.43-0.85x with it)
+        ("layernorm_fwd", 36864, (1, 1, 24), False),  # 48 elements
+        ("layernorm_fwd", 25088, (1, 1, 14), False),  # 56 elements
+        ("rmsnorm_fwd", 57344, (1, 1, 32), False),  # 84 of 64 registers
+        ("layernorm_fwd", 61440, (1, 1, 30), False),
+        # backwards keep it off
+        ("layernorm_bwd", 13312, (1, 1, 13), False),
+    ],
+)
+def test_generated_pipeline(op, cols, shape, prefetch):
+    """Generated 16-bit forwards run the pipeline where it paid (registry._gen_prefetch);
+    fp32 rows and backwards do not."""
+    cfg = r.generated_tuned(r.NormKey(op, "bf16", "bf16", "bf16"), cols)
+    assert (cfg.ctas_per_row, cfg.warps_m, cfg.warps_n) == shape
+    assert cfg.prefetch is prefetch
+    assert r.select_norm(cfg.key, cols, 16384, 16, backend="nvrtc").prefetch is prefetch
+    # fp16 and FP8 outputs follow the same rule; their shapes may differ (other measured bases)
+    for w, o in (("fp16", "fp16"), ("bf16", "fp8e4m3")):
+        other = r.generated_tuned(r.NormKey(op, w, w, o), cols)
+        if other and (other.ctas_per_row, other.warps_m, other.warps_n) == shape:
+            assert other.prefetch is prefetch
+    fp32 = r.generated_tuned(r.NormKey(op, "fp32", "fp32", "fp32"), cols)
+    assert fp32 is None or not fp32.prefetch
+
+
 def test_odd_sizes_and_rows_stay_general():
     # Odd sizes that nothing tiles stay general; so do unaligned or odd row counts.
     assert r.select_norm(BF16, 5003, 16384, 256).kind == "general"
