@@ -708,6 +708,34 @@ def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     assert ptx_count(ptx, r"atom\.global(\.\w+)*\.add") >= 2  # arrive and poll
 
 
+def cluster_slots_aligned(ptx: str, nbytes: int) -> bool:
+    """Whether ``ptx`` declares a shared array of ``nbytes`` bytes aligned to 8 or more (the
+    slots the exchange's v2 stores address in the other CTAs of a cluster)."""
+    decls = re.findall(r"\.shared\s+\.align\s+(\d+)\s+\.b8\s+\w+\[(\d+)\]", ptx)
+    return any(int(align) >= 8 and int(size) == nbytes for align, size in decls)
+
+
+@needs_compiler
+@pytest.mark.parametrize(
+    "op, out", [("layernorm_fwd", "fp8e4m3"), ("rmsnorm_fwd", "fp8e4m3"), ("rmsnorm_bwd", "bf16")]
+)
+def test_ptx_cluster_slots_are_8_byte_aligned(op, out):
+    """The exchange stores a pair of floats at once into another CTA's slots
+    (``st.shared::cluster.v2``), so the slots' array must be 8-byte aligned whatever the sizes of
+    the arrays around it. Numba aligns float32 arrays to 4 bytes: at 58368 columns (4 CTAs of 19
+    warps) with an FP8 output (an amax slot a warp) the slots fell on an odd word and the Numba
+    kernel faulted with a misaligned address (H200, run 155)."""
+    key = registry.NormKey(op, "bf16", "bf16", out)
+    cfg = registry.select_norm(key, 58368, 16384, 16, backend="numba")
+    assert cfg.ctas_per_row > 1 and cfg.warps_n % 2 == 1
+    spec = planner.norm_spec(cfg, 58368, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    ptx = compile_ptx(spec)
+    if isinstance(ptx, tuple):
+        ptx = "\n".join(ptx)
+    assert "st.shared::cluster.v2.f32" in ptx
+    assert cluster_slots_aligned(ptx, 4 * cfg.warps_m * _norms._CL_SLOTS * 2)
+
+
 @needs_compiler
 @pytest.mark.slow
 def test_ptx_every_registry_kernel():

@@ -425,6 +425,10 @@ def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     # the backward's through `stats` in L2 (its shared-memory form was slower, run 80)
     dsmem = want and op == "softmax_fwd"
     assert ("mapa.shared::cluster" in ptx and "st.shared::cluster.v2.f32" in ptx) is dsmem
+    if dsmem:  # the pairs' array 8-byte aligned (test_numba_norms' cluster-slot test says why)
+        from tests.test_numba_norms import cluster_slots_aligned
+
+        assert cluster_slots_aligned(ptx, 4 * 2 * spec.config.warps_m * sm._CL_SLOTS)
     assert re.search(r"atom\.global(\.\w+)*\.add", ptx)
 
 

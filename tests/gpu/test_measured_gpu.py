@@ -128,6 +128,7 @@ _GENERATED = [
         ("rmsnorm_bwd", 26112, "bf16"),
         ("layernorm_fwd", 58880, "bf16"),
         ("rmsnorm_fwd", 58368, "bf16"),
+        ("layernorm_bwd", 58368, "bf16"),  # 4 CTAs of 19 warps (an odd count: cluster slots)
         ("layernorm_fwd", 28160, "bf16"),
         ("rmsnorm_fwd", 47104, "fp16"),
         ("rmsnorm_fwd", 49152, "fp32"),

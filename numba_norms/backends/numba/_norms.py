@@ -1047,7 +1047,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
-        cl = cuda.shared.array(CL, F32)
+        cl = cuda.shared.array(CL, F32, alignment=8)  # v2 stores (_st_cluster2)
         xs = cuda.local.array(NV, F32)
         gs = cuda.local.array(NG, F32)
         bs = cuda.local.array(NG, F32)
@@ -1406,7 +1406,7 @@ def _backward_kernel(
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
-        cl = cuda.shared.array(CL, F32)
+        cl = cuda.shared.array(CL, F32, alignment=8)  # v2 stores (_st_cluster2)
         xs = cuda.local.array(1 if LEAN else NV, F32)  # x, then xhat, then dx (wide form)
         dys = cuda.local.array(1 if LEAN else NV, F32)  # dy, then dy * gamma
         xn = cuda.local.array(NVN, F32)  # the next row's (PREFETCH, general kernels)

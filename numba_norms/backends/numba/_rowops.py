@@ -945,7 +945,9 @@ if not SIM:
     @intrinsic
     def st_cluster2(typingctx, arr, idx, rank, a, b):
         """``arr[idx], arr[idx + 1] = a, b`` in the shared memory of the CTA of cluster rank
-        ``rank`` (``arr`` a float32 shared array; distributed shared memory, sm_90+): NVRTC's
+        ``rank`` (``arr`` a float32 shared array declared with ``alignment=8``, ``idx`` even: a
+        v2 store; Numba aligns float32 arrays to 4 bytes only, and a v2 store at an odd word
+        faults with a misaligned address; distributed shared memory, sm_90+): NVRTC's
         ``nn::st_cluster``. Visible there after the next cluster barrier."""
 
         def codegen(context, builder, sig, args):

@@ -172,7 +172,7 @@ def _forward_kernel(
         xs = cuda.local.array(nx_next, u32)  # prefetch: the next row's slice as loaded
         ms = cuda.local.array(nm_next, u32)
         xch = cuda.shared.array(nxch, f32)
-        cl = cuda.shared.array(ncl, f32)
+        cl = cuda.shared.array(ncl, f32, alignment=8)  # v2 stores (st_cluster2)
         s_max = cuda.shared.array(nred, f32)
         s_sum = cuda.shared.array(nred, f32)
         s_keep = cuda.shared.array(nred, i32)
