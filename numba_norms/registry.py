@@ -593,9 +593,12 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
     if base.wgrad_smem:
         ctas = min(ctas, _GEN_MAX_CTAS)
     target = _target_elts(key.op, cols)
-    shape = _gen_shape(cols, size, (ctas,), target)
-    if shape is None:  # the scaled count tiles nothing
-        shape = _gen_shape(cols, size, tuple(c for c in _GEN_FALLBACK_CTAS if c != ctas), target)
+    norm, direction = key.op.split("_")
+    regs = _GEN_BWD_REGS_PER_ELT[norm] if direction == "bwd" else 0
+    shape = _gen_shape(cols, size, (ctas,), target, regs)
+    if shape is None:  # the scaled count tiles nothing (or nothing that fits)
+        others = tuple(c for c in _GEN_FALLBACK_CTAS if c != ctas)
+        shape = _gen_shape(cols, size, others, target, regs)
     if shape is None:
         return None
     ctas, warps_n, nbytes = shape
@@ -613,6 +616,23 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
     )
 
 
+# Registers an element of a backward slice needs (x-hat and dy * gamma in fp32, the row's
+# dgamma (and dbeta) partial sums), by norm. The fastest LayerNorm backward shapes of run 145's
+# sweep (H200, bf16, 4096-65536) kept 4 or fewer per element within their threads' share (8
+# elements on 1024 threads, 16-32 on 512, 64 on 32-128); generated shapes that did not ran
+# 0.55-0.70x (run 155: layernorm_bwd 58880 on 2 CTAs of 23 warps, 40 elements at 80 registers,
+# 1036 GB/s). Run 156's A/B (NVRTC): shapes moved by this rule ran 1.52-2.29x (LayerNorm bf16),
+# 1.06-1.31x (RMSNorm bf16), 1.97-4.99x (fp32); RMSNorm moved at 4 an element lost 0.69-0.78x
+# where 3 fit (16896 / 34816 / 35328 bf16), so RMSNorm (no dbeta, no mean) takes 3.
+_GEN_BWD_REGS_PER_ELT = {"layernorm": 4, "rmsnorm": 3}
+
+
+def _thread_registers(threads: int) -> int:
+    """Registers each of ``threads`` gets when one CTA fills an SM's 64K (at most 255; the
+    allocation unit is 8)."""
+    return min(255, 65536 // threads // 8 * 8)
+
+
 # Generated 16-bit forwards of one warp row a CTA run the pipeline (prefetch) where it paid in
 # same-shape pairs on the H200 (bf16 / fp16 / FP8 outputs, rows 16384; runs 150, 153, 154):
 # - RMSNorm where a thread's registers hold it, about 1.5 an element (x in fp32 and the next row
@@ -627,8 +647,7 @@ def _gen_prefetch(key: NormKey, size: int, elts: int, warps_m: int, warps_n: int
         return False
     if key.op.startswith("layernorm"):
         return elts <= 32
-    cap = min(255, 65536 // (warps_n * WARP_SIZE) // 8 * 8)
-    return 3 * elts // 2 <= cap
+    return 3 * elts // 2 <= _thread_registers(warps_n * WARP_SIZE)
 
 
 # CTA counts tried where the count scaled from the nearest entry tiles nothing (12544 bf16
@@ -640,11 +659,13 @@ _GEN_FALLBACK_CTAS = (1, 2, 4, 8)
 
 
 def _gen_shape(
-    cols: int, size: int, ctas_options: tuple[int, ...], target: int
+    cols: int, size: int, ctas_options: tuple[int, ...], target: int, regs_per_elt: int = 0
 ) -> tuple[int, int, int] | None:
     """(ctas_per_row, warps_n, bytes_per_ldg) tiling ``cols`` exactly, or None: the widest
     vectors that tile (16-byte vectors matter more than the slice size), then the slice
-    nearest ``target`` elements a thread by ratio; ties go to fewer CTAs, then fewer warps."""
+    nearest ``target`` elements a thread by ratio; ties go to fewer CTAs, then fewer warps.
+    ``regs_per_elt``: only slices whose registers (that many an element) fit what each thread
+    of the CTA gets of an SM's 64K."""
     for nbytes in _GEN_BYTES:
         if nbytes < size:
             continue
@@ -657,6 +678,10 @@ def _gen_shape(
                     continue
                 elts = cols // lanes
                 if elts > _GEN_MAX_ELTS:
+                    continue
+                # one-CTA rows get at least 4 warps (generated_tuned's warps_m)
+                threads = max(warps_n, 4 if ctas == 1 else 1) * WARP_SIZE
+                if regs_per_elt and regs_per_elt * elts > _thread_registers(threads):
                     continue
                 score = max(elts, target) / min(elts, target)
                 if best is None or score < best[0]:

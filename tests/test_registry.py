@@ -427,6 +427,38 @@ def test_generated_pipeline(op, cols, shape, prefetch):
     assert fp32 is None or not fp32.prefetch
 
 
+@pytest.mark.parametrize(
+    "op, cols, before, after",
+    [
+        # 2 CTAs of 23 warps (736 threads, 88 registers each) would hold 40 elements: 4 CTAs of
+        # 8-byte vectors, 20 elements, fit (run 155: the 40-element shape ran 1036 GB/s)
+        ("layernorm_bwd", 58880, (2, 23, 16), (4, 23, 8)),
+        ("rmsnorm_bwd", 58880, (2, 23, 16), (4, 23, 8)),
+        # one CTA of 26 warps (832 threads, 72 registers) would hold 32: 2 CTAs of 13 warps
+        ("rmsnorm_bwd", 26624, (1, 26, 16), (2, 13, 16)),
+        # 32 elements on 2 x 17 warps (120 registers): RMSNorm's 3 an element fit, so the shape
+        # stays (run 156: moved to 4 CTAs of 16 elements it ran 0.78x)
+        ("rmsnorm_bwd", 34816, (2, 17, 16), (2, 17, 16)),
+    ],
+)
+def test_generated_backward_slices_fit_registers(op, cols, before, after):
+    """Generated backward slices take at most registry._GEN_BWD_REGS_PER_ELT registers an
+    element (LayerNorm 4, RMSNorm 3) of their threads' share of an SM."""
+    key = r.NormKey(op, "bf16", "bf16", "bf16")
+    per_elt = r._GEN_BWD_REGS_PER_ELT[op.split("_")[0]]
+    cfg = r.generated_tuned(key, cols)
+    assert (cfg.ctas_per_row, cfg.warps_n, cfg.bytes_per_ldg) == after
+    elts = cols // (cfg.ctas_per_row * cfg.warps_n * 32)
+    assert per_elt * elts <= r._thread_registers(cfg.threads)
+    ctas, wn, _ = before  # what the same candidates give without the constraint
+    unconstrained = r._gen_shape(cols, r.itemsize("bf16"), (ctas,), r._target_elts(op, cols))
+    assert unconstrained == before
+    if after != before:
+        assert per_elt * (cols // (ctas * wn * 32)) > r._thread_registers(wn * 32)
+    assert r.select_norm(key, cols, 16384, 16) == cfg
+    assert r._thread_registers(1024) == 64 and r._thread_registers(32) == 255
+
+
 def test_odd_sizes_and_rows_stay_general():
     # Odd sizes that nothing tiles stay general; so do unaligned or odd row counts.
     assert r.select_norm(BF16, 5003, 16384, 256).kind == "general"
