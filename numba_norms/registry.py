@@ -602,8 +602,7 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
     if shape is None:
         return None
     ctas, warps_n, nbytes = shape
-    # at least 4 warps a CTA; rows shared by CTAs keep one warp row (as TE's)
-    warps_m = max(1, 4 // warps_n) if ctas == 1 else 1
+    warps_m = _gen_warps_m(ctas, warps_n)
     return NormConfig.tuned_for(
         key,
         cols,
@@ -628,9 +627,15 @@ _GEN_BWD_REGS_PER_ELT = {"layernorm": 4, "rmsnorm": 3}
 
 
 def _thread_registers(threads: int) -> int:
-    """Registers each of ``threads`` gets when one CTA fills an SM's 64K (at most 255; the
+    """Registers each of ``threads`` gets when they share an SM's 64K (at most 255; the
     allocation unit is 8)."""
     return min(255, 65536 // threads // 8 * 8)
+
+
+def _gen_warps_m(ctas: int, warps_n: int) -> int:
+    """Warp rows of a generated CTA: at least 4 warps a CTA; rows shared by CTAs keep one warp
+    row (as TE's)."""
+    return max(1, 4 // warps_n) if ctas == 1 else 1
 
 
 # Generated 16-bit forwards of one warp row a CTA run the pipeline (prefetch) where it paid in
@@ -679,8 +684,7 @@ def _gen_shape(
                 elts = cols // lanes
                 if elts > _GEN_MAX_ELTS:
                     continue
-                # one-CTA rows get at least 4 warps (generated_tuned's warps_m)
-                threads = max(warps_n, 4 if ctas == 1 else 1) * WARP_SIZE
+                threads = _gen_warps_m(ctas, warps_n) * warps_n * WARP_SIZE
                 if regs_per_elt and regs_per_elt * elts > _thread_registers(threads):
                     continue
                 score = max(elts, target) / min(elts, target)

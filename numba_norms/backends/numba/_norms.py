@@ -58,7 +58,7 @@ from ...planner import (
 )
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
-from ._rowops import cluster_ops, dependent_launch
+from ._rowops import PAIR_ALIGN, cluster_ops, dependent_launch
 from ._rowops import st_cluster2 as _st_cluster2
 
 __all__ = [
@@ -1047,7 +1047,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
-        cl = cuda.shared.array(CL, F32, alignment=8)  # v2 stores (_st_cluster2)
+        cl = cuda.shared.array(CL, F32, alignment=PAIR_ALIGN)  # pair stores (_st_cluster2)
         xs = cuda.local.array(NV, F32)
         gs = cuda.local.array(NG, F32)
         bs = cuda.local.array(NG, F32)
@@ -1266,7 +1266,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
 def _register_cap(spec: NormSpec) -> int:
     """Registers a thread may use under the entry's launch bounds (64K an SM over its CTAs)."""
     cfg = spec.config
-    return min(255, 65536 // (cfg.threads * cfg.min_ctas_per_sm) // 8 * 8)
+    return registry._thread_registers(cfg.threads * cfg.min_ctas_per_sm)
 
 
 def _backward_lean(spec: NormSpec, reread: bool) -> bool:
@@ -1406,7 +1406,7 @@ def _backward_kernel(
         step = cpr * CHUNK
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
-        cl = cuda.shared.array(CL, F32, alignment=8)  # v2 stores (_st_cluster2)
+        cl = cuda.shared.array(CL, F32, alignment=PAIR_ALIGN)  # pair stores (_st_cluster2)
         xs = cuda.local.array(1 if LEAN else NV, F32)  # x, then xhat, then dx (wide form)
         dys = cuda.local.array(1 if LEAN else NV, F32)  # dy, then dy * gamma
         xn = cuda.local.array(NVN, F32)  # the next row's (PREFETCH, general kernels)

@@ -38,6 +38,7 @@ from numba import config, cuda
 __all__ = [
     "MASKED_SCORE",
     "SIM",
+    "PAIR_ALIGN",
     "cluster_ops",
     "st_cluster2",
     "copy_words",
@@ -74,6 +75,9 @@ __all__ = [
 ]
 
 SIM: bool = bool(config.ENABLE_CUDASIM)
+# Alignment of the float32 shared arrays that take st_cluster2's pair stores: Numba aligns them
+# to 4 bytes otherwise. The simulator rejects any alignment (and stores one float at a time).
+PAIR_ALIGN: int | None = None if SIM else 8
 
 _SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "uint8": 1}
 _LOG2E = np.float32(1.4426950408889634)
@@ -945,9 +949,9 @@ if not SIM:
     @intrinsic
     def st_cluster2(typingctx, arr, idx, rank, a, b):
         """``arr[idx], arr[idx + 1] = a, b`` in the shared memory of the CTA of cluster rank
-        ``rank`` (``arr`` a float32 shared array declared with ``alignment=8``, ``idx`` even: a
-        v2 store; Numba aligns float32 arrays to 4 bytes only, and a v2 store at an odd word
-        faults with a misaligned address; distributed shared memory, sm_90+): NVRTC's
+        ``rank`` (``arr`` a float32 shared array declared with ``alignment=PAIR_ALIGN``, ``idx``
+        even: a v2 store, which faults with a misaligned address at an odd word; distributed
+        shared memory, sm_90+): NVRTC's
         ``nn::st_cluster``. Visible there after the next cluster barrier."""
 
         def codegen(context, builder, sig, args):

@@ -112,6 +112,7 @@ def _forward_kernel(
     nx_next, nm_next = (nw * ldgs, mw * ldgs) if prefetch else (1, 1)  # the next row's words
     prep, exp_sum, out = ro.softmax_prep(ne, masked), ro.exp_sum(k_elts), ro.softmax_out(ne, causal)
     ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
+    pair_align = ro.PAIR_ALIGN
     fmaxf, div32, rem32 = ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any = ro.warp_max, ro.warp_sum, ro.warp_any
     barrier_sync, row_ptr = ro.inter_cta_barrier, ro.row_ptr
@@ -172,7 +173,7 @@ def _forward_kernel(
         xs = cuda.local.array(nx_next, u32)  # prefetch: the next row's slice as loaded
         ms = cuda.local.array(nm_next, u32)
         xch = cuda.shared.array(nxch, f32)
-        cl = cuda.shared.array(ncl, f32, alignment=8)  # v2 stores (st_cluster2)
+        cl = cuda.shared.array(ncl, f32, alignment=pair_align)  # pair stores (st_cluster2)
         s_max = cuda.shared.array(nred, f32)
         s_sum = cuda.shared.array(nred, f32)
         s_keep = cuda.shared.array(nred, i32)
