@@ -628,7 +628,14 @@ _GEN_BWD_REGS_PER_ELT = {"layernorm": 4, "rmsnorm": 3}
 
 def _thread_registers(threads: int) -> int:
     """Registers each of ``threads`` gets when they share an SM's 64K (at most 255; the
-    allocation unit is 8)."""
+    allocation unit is 8).
+
+    The rules below were fitted against this share. ptxas gives less where the warp count is
+    not a multiple of 4 (each of an SM's four schedulers has 16K registers, and the busiest
+    sets the share: 128 for 14 warps, 80 for 23), but with that share in its place the fitted
+    rules moved 489 selections and lost where measured (H200, run 159: rmsnorm_fwd 39424 0.93x,
+    layernorm_bwd 59904 0.78x), so it stays until they are refitted.
+    """
     return min(255, 65536 // threads // 8 * 8)
 
 
@@ -645,14 +652,20 @@ def _gen_warps_m(ctas: int, warps_n: int) -> int:
 #   (fp16 22528 0.91x, Numba 9216 0.97x); beyond the estimate (57344 / 61440 columns, 1024 / 960
 #   threads of 56 / 64 elements) 0.59-0.85x.
 # - LayerNorm (which holds the centred values too) up to 32 elements a thread: 1.04-1.59x in all
-#   18 pairs; at 40-56 elements 0.43-0.83x in 7 of 9 (one CTA of 7 or 17 warps won).
+#   18 pairs; at 40-56 elements 0.43-0.83x in 7 of 9 (one CTA of 7 or 17 warps won). Past 32
+#   on CTAs of 4+ warps where 4 registers an element fit: ptxas (sm_90, NVRTC 13.0) fits those
+#   pipelines (5-13 warps, 34-62 elements) with at most 8 B of spill stores, where the 14-32
+#   warp shapes it skips spilled 120-452 B. Runs 159-160 (A/B, 16-bit and FP8 outputs):
+#   1.02-1.69x on 21 of 23 rows (8064 / 8960: 0.997 / 0.99x), Numba 1.01-1.64x; 3-warp CTAs,
+#   which run several an SM without it, 0.94-1.19x (4224 / 4992 / 5952), so they keep it off.
 # Backwards (0.82-1.36x in run 150) and fp32 (measured entries split) keep it off.
 def _gen_prefetch(key: NormKey, size: int, elts: int, warps_m: int, warps_n: int) -> bool:
     if not key.op.endswith("_fwd") or size != 2 or warps_m != 1:
         return False
+    cap = _thread_registers(warps_n * WARP_SIZE)
     if key.op.startswith("layernorm"):
-        return elts <= 32
-    return 3 * elts // 2 <= _thread_registers(warps_n * WARP_SIZE)
+        return elts <= 32 or (warps_n >= 4 and 4 * elts <= cap)
+    return 3 * elts // 2 <= cap
 
 
 # CTA counts tried where the count scaled from the nearest entry tiles nothing (12544 bf16

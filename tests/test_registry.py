@@ -402,6 +402,10 @@ def test_generated_forwards_scale_from_measured_entries():
         ("layernorm_fwd", 28672, (1, 1, 28), True),  # LayerNorm: up to 32 elements a thread
         ("rmsnorm_fwd", 36864, (1, 1, 24), True),  # RMSNorm: 72 of 80 registers
         ("layernorm_fwd", 58368, (4, 1, 19), True),  # 24 elements, 4 CTAs
+        # LayerNorm past 32 elements where 4 registers an element fit (ptxas: no spill)
+        ("layernorm_fwd", 8960, (1, 1, 7), True),  # 40 elements, 160 of 255 registers
+        ("layernorm_fwd", 12544, (1, 1, 7), True),  # 56 elements, 224 of 255
+        ("layernorm_fwd", 4992, (1, 1, 3), False),  # 3 warps: several CTAs an SM without it
         # where it does not (runs 153-154: 0.43-0.85x with it)
         ("layernorm_fwd", 36864, (1, 1, 24), False),  # 48 elements
         ("layernorm_fwd", 25088, (1, 1, 14), False),  # 56 elements
