@@ -4,20 +4,12 @@
 #   bash perf/gpu_suite.sh [tests|bench|all] [pytest args: files, -k ...; default tests/gpu]
 #
 # Results go to $OUT (the device tool's folder) or perf/results/latest: gpu_tests.log,
-# junit.xml, bench.csv, bench.txt, jit.csv, host.csv, info.txt. On the device machine the image's
-# numpy 2.5 breaks numba-cuda 0.30.4, so a numpy 2.4 wheel carried in .whl/ is put first on the path
-# (with pytest-xdist and execnet wheels for GPU_TEST_WORKERS).
+# junit.xml, bench.csv, bench.txt, jit.csv, host.csv, info.txt. The environment (the numpy 2.4
+# wheel carried in .whl/ on the device machine, the kernel cache) is perf/device_env.sh's.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}; shift || true
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-export PYTHONUNBUFFERED=1
-export NUMBA_NORMS_CACHE_DIR=${NUMBA_NORMS_CACHE_DIR:-/tmp/numba-norms-cache}
+. perf/device_env.sh || exit 1
 out=${OUT:-perf/results/latest}
 mkdir -p "$out"
 python3 -m numba_norms info | tee "$out/info.txt"
