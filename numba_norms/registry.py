@@ -576,13 +576,16 @@ _GEN_MAX_CTAS = 8
 
 
 @functools.lru_cache(maxsize=1024)
-def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfig | None:
+def generated_tuned(
+    key: NormKey, cols: int, measured: bool = True, narrow: bool = True
+) -> NormConfig | None:
     """A tuned entry for a hidden size no table lists, or None when nothing tiles it.
 
     Run-time compilation makes a kernel per hidden size cheap, so any ``cols`` that some warp
     split tiles exactly gets its own register-resident kernel: CTAs per row scaled from the
     nearest tuned entry (TE's or measured), the warp split from :data:`_GEN_TARGET_ELTS`; where
-    that count tiles nothing, the counts of :data:`_GEN_FALLBACK_CTAS`.
+    that count tiles nothing, the counts of :data:`_GEN_FALLBACK_CTAS`. ``narrow``: forwards
+    may trade the widest vectors for the pipeline (:data:`_GEN_NARROW_MIN_WARPS`; NVRTC only).
     """
     tuned, _ = _index(True, measured)
     base = _nearest_tuned(key, cols, tuned)
@@ -603,6 +606,15 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
         return None
     ctas, warps_n, nbytes = shape
     warps_m = _gen_warps_m(ctas, warps_n)
+    prefetch = _gen_prefetch(key, size, cols // (ctas * warps_n * WARP_SIZE), warps_m, warps_n)
+    if narrow and direction == "fwd" and ctas == 1 and not prefetch and nbytes > size:
+        alt = _gen_shape(cols, size, (ctas,), target, max_bytes=nbytes // 2)
+        if alt is not None:
+            a_ctas, a_warps, a_bytes = alt
+            a_m = _gen_warps_m(a_ctas, a_warps)
+            elts = cols // (a_ctas * a_warps * WARP_SIZE)
+            if warps_n >= _GEN_NARROW_MIN_WARPS and _gen_prefetch(key, size, elts, a_m, a_warps):
+                ctas, warps_n, nbytes, warps_m, prefetch = a_ctas, a_warps, a_bytes, a_m, True
     return NormConfig.tuned_for(
         key,
         cols,
@@ -610,7 +622,7 @@ def generated_tuned(key: NormKey, cols: int, measured: bool = True) -> NormConfi
         warps_m=warps_m,
         warps_n=warps_n,
         bytes_per_ldg=nbytes,
-        prefetch=_gen_prefetch(key, size, cols // (ctas * warps_n * WARP_SIZE), warps_m, warps_n),
+        prefetch=prefetch,
         origin="generated",
     )
 
@@ -668,6 +680,18 @@ def _gen_prefetch(key: NormKey, size: int, elts: int, warps_m: int, warps_n: int
     return 3 * elts // 2 <= cap
 
 
+# Generated 16-bit forwards of one CTA a row whose widest vectors leave a one-warp-row CTA of
+# this many warps or more without the pipeline take the narrower vectors (twice the warps, half
+# the slice) that run it, where one tiles (not timed on rows of several CTAs). Run 161 (H200,
+# A/B against 275ae22, two rounds, NVRTC): layernorm_fwd bf16 1.14-1.70x at 17280-28800 (13-25
+# warps before; 26880 from 21 warps of 40 elements to 30 of 28: 1.70x), fp16 / FP8 outputs at
+# 25088 1.20-1.22x; from fewer warps it lost (19712: 11 -> 22 warps, 0.84-0.89x in bf16, where
+# ptxas spills 96 B with the pipeline; 4992: 3 -> 6, 0.95x). The Numba kernel keeps the widest
+# vectors: its pipeline needs more registers than 28 warps leave (its own check turns it off)
+# and 25088 ran 0.73x.
+_GEN_NARROW_MIN_WARPS = 13
+
+
 # CTA counts tried where the count scaled from the nearest entry tiles nothing (12544 bf16
 # columns from TE's 5-CTA 12800 entry, say): those the tuner sweeps (perf/tune_norms.py), the
 # slice nearest the target size winning, ties to fewer CTAs. Against TE's general entries that
@@ -677,15 +701,20 @@ _GEN_FALLBACK_CTAS = (1, 2, 4, 8)
 
 
 def _gen_shape(
-    cols: int, size: int, ctas_options: tuple[int, ...], target: int, regs_per_elt: int = 0
+    cols: int,
+    size: int,
+    ctas_options: tuple[int, ...],
+    target: int,
+    regs_per_elt: int = 0,
+    max_bytes: int = 16,
 ) -> tuple[int, int, int] | None:
     """(ctas_per_row, warps_n, bytes_per_ldg) tiling ``cols`` exactly, or None: the widest
-    vectors that tile (16-byte vectors matter more than the slice size), then the slice
-    nearest ``target`` elements a thread by ratio; ties go to fewer CTAs, then fewer warps.
-    ``regs_per_elt``: only slices whose registers (that many an element) fit what each thread
-    of the CTA gets of an SM's 64K."""
+    vectors (up to ``max_bytes``) that tile (16-byte vectors matter more than the slice size),
+    then the slice nearest ``target`` elements a thread by ratio; ties go to fewer CTAs, then
+    fewer warps. ``regs_per_elt``: only slices whose registers (that many an element) fit what
+    each thread of the CTA gets of an SM's 64K."""
     for nbytes in _GEN_BYTES:
-        if nbytes < size:
+        if nbytes < size or nbytes > max_bytes:
             continue
         vec = nbytes // size
         best = None
@@ -885,7 +914,7 @@ def select_norm(
     if allow_tuned and alignment >= TUNED_ALIGNMENT and rows % TUNED_ROW_MULTIPLE == 0:
         cfg = tuned.get((key, cols))
         if cfg is None and generate and key in general:
-            cfg = generated_tuned(key, cols, measured)
+            cfg = generated_tuned(key, cols, measured, narrow=backend != "numba")
         if cfg is not None:
             return cfg
     candidates = general.get(key)

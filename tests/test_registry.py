@@ -417,18 +417,46 @@ def test_generated_forwards_scale_from_measured_entries():
 )
 def test_generated_pipeline(op, cols, shape, prefetch):
     """Generated 16-bit forwards run the pipeline where it paid (registry._gen_prefetch);
-    fp32 rows and backwards do not."""
-    cfg = r.generated_tuned(r.NormKey(op, "bf16", "bf16", "bf16"), cols)
+    fp32 rows and backwards do not. (The widest vectors: NVRTC may narrow them, below.)"""
+    cfg = r.generated_tuned(r.NormKey(op, "bf16", "bf16", "bf16"), cols, narrow=False)
     assert (cfg.ctas_per_row, cfg.warps_m, cfg.warps_n) == shape
     assert cfg.prefetch is prefetch
-    assert r.select_norm(cfg.key, cols, 16384, 16, backend="nvrtc").prefetch is prefetch
+    assert r.select_norm(cfg.key, cols, 16384, 16, backend="numba").prefetch is prefetch
     # fp16 and FP8 outputs follow the same rule; their shapes may differ (other measured bases)
     for w, o in (("fp16", "fp16"), ("bf16", "fp8e4m3")):
-        other = r.generated_tuned(r.NormKey(op, w, w, o), cols)
+        other = r.generated_tuned(r.NormKey(op, w, w, o), cols, narrow=False)
         if other and (other.ctas_per_row, other.warps_m, other.warps_n) == shape:
             assert other.prefetch is prefetch
     fp32 = r.generated_tuned(r.NormKey(op, "fp32", "fp32", "fp32"), cols)
     assert fp32 is None or not fp32.prefetch
+
+
+@pytest.mark.parametrize(
+    "cols, wide, narrow",
+    [
+        # (warps_n, bytes_per_ldg) of one CTA: 14 / 21 / 25 warps of 40-56 elements without the
+        # pipeline -> 28 / 30 / 30 warps of 28-30 elements with it (run 161: 1.14-1.70x)
+        (25088, (14, 16), (28, 8)),
+        (26880, (21, 16), (30, 8)),
+        (28800, (25, 8), (30, 4)),
+        # from 11 warps (19712: 0.84-0.89x) or 3 (4992: 0.95x) the widest vectors stay
+        (19712, (11, 16), (11, 16)),
+        (4992, (3, 8), (3, 8)),
+    ],
+)
+def test_generated_narrow_vectors(cols, wide, narrow):
+    """NVRTC's generated one-CTA 16-bit forwards take narrower vectors where the widest leave
+    13 or more warps without the pipeline (registry._GEN_NARROW_MIN_WARPS); Numba's keep them."""
+    for w, o in (("bf16", "bf16"), ("fp16", "fp16"), ("bf16", "fp8e4m3")):
+        key = r.NormKey("layernorm_fwd", w, w, o)
+        nv = r.select_norm(key, cols, 16384, 16, backend="nvrtc")
+        nb = r.select_norm(key, cols, 16384, 16, backend="numba")
+        assert nv.origin == nb.origin == "generated" and nv.ctas_per_row == nb.ctas_per_row == 1
+        assert (nb.warps_n, nb.bytes_per_ldg, nb.prefetch) == (*wide, False)
+        assert (nv.warps_n, nv.bytes_per_ldg, nv.prefetch) == (*narrow, narrow != wide)
+        assert nv == r.generated_tuned(key, cols) and nb == r.generated_tuned(
+            key, cols, narrow=False
+        )
 
 
 @pytest.mark.parametrize(
