@@ -184,7 +184,7 @@ def _norm_plan(
             raise
         # Measured on one backend and GPU; where this kernel cannot be resident (occupancy 0),
         # TE's entry serves.
-        cfg = registry.select_norm(key, cols, rows, alignment, measured=False)
+        cfg = registry.select_norm(key, cols, rows, alignment, measured=False, backend=backend)
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
         plan = planner.norm_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)

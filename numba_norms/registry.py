@@ -607,13 +607,13 @@ def generated_tuned(
     ctas, warps_n, nbytes = shape
     warps_m = _gen_warps_m(ctas, warps_n)
     prefetch = _gen_prefetch(key, size, cols // (ctas * warps_n * WARP_SIZE), warps_m, warps_n)
-    if narrow and direction == "fwd" and ctas == 1 and not prefetch and nbytes > size:
+    wide_unpiped = direction == "fwd" and ctas == 1 and not prefetch and nbytes > size
+    if narrow and wide_unpiped and warps_n >= _GEN_NARROW_MIN_WARPS:
         alt = _gen_shape(cols, size, (ctas,), target, max_bytes=nbytes // 2)
         if alt is not None:
             a_ctas, a_warps, a_bytes = alt
             a_m = _gen_warps_m(a_ctas, a_warps)
-            elts = cols // (a_ctas * a_warps * WARP_SIZE)
-            if warps_n >= _GEN_NARROW_MIN_WARPS and _gen_prefetch(key, size, elts, a_m, a_warps):
+            if _gen_prefetch(key, size, cols // (a_ctas * a_warps * WARP_SIZE), a_m, a_warps):
                 ctas, warps_n, nbytes, warps_m, prefetch = a_ctas, a_warps, a_bytes, a_m, True
     return NormConfig.tuned_for(
         key,
