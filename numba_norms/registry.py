@@ -666,10 +666,11 @@ def _gen_warps_m(ctas: int, warps_n: int) -> int:
 # - LayerNorm (which holds the centred values too) up to 32 elements a thread: 1.04-1.59x in all
 #   18 pairs; at 40-56 elements 0.43-0.83x in 7 of 9 (one CTA of 7 or 17 warps won). Past 32
 #   on CTAs of 4+ warps where 4 registers an element fit: ptxas (sm_90, NVRTC 13.0) fits those
-#   pipelines (5-13 warps, 34-62 elements) with at most 8 B of spill stores, where the 14-32
-#   warp shapes it skips spilled 120-452 B. Runs 159-160 (A/B, 16-bit and FP8 outputs):
-#   1.02-1.69x on 21 of 23 rows (8064 / 8960: 0.997 / 0.99x), Numba 1.01-1.64x; 3-warp CTAs,
-#   which run several an SM without it, 0.94-1.19x (4224 / 4992 / 5952), so they keep it off.
+#   pipelines (5-13 warps, 34-62 elements) with at most 8 B of spill stores (16 B in 13.5),
+#   where the 14-32 warp shapes it skips spilled 120-452 B. Runs 159-160 (A/B, 16-bit and FP8
+#   outputs): 1.02-1.69x on 21 of 23 rows (8064 / 8960: 0.997 / 0.99x), Numba 1.01-1.64x;
+#   3-warp CTAs, which run several an SM without it, 0.94-1.19x (4224 / 4992 / 5952), so they
+#   keep it off.
 # Backwards (0.82-1.36x in run 150) and fp32 (measured entries split) keep it off.
 def _gen_prefetch(key: NormKey, size: int, elts: int, warps_m: int, warps_n: int) -> bool:
     if not key.op.endswith("_fwd") or size != 2 or warps_m != 1:

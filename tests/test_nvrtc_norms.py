@@ -385,15 +385,15 @@ def test_generated_backward_slices_spill_less(op):
 def test_generated_layernorm_pipeline_fits(cols):
     """Generated LayerNorm forwards past 32 elements a thread take the pipeline where 4
     registers an element fit (registry._gen_prefetch): 5-13 warps of 40-58 elements here,
-    which ptxas fits with at most 8 B of spill stores, where the 14-32 warp shapes it skips
-    spilled 120-452 B (NVRTC 13.0, dev box)."""
+    which ptxas fits with at most 8 B of spill stores (NVRTC 13.0; 16 B with 13.5), where the
+    14-32 warp shapes it skips spilled 120-452 B (NVRTC 13.0, dev box)."""
     key = registry.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
     cfg = registry.generated_tuned(key, cols)
     elts = cols // (cfg.ctas_per_row * cfg.warps_n * 32)
     assert cfg.prefetch and elts > 32, (cfg, elts)
     report = _ptxas_report(norm_spec(cfg, cols, cfg.num_elts, H200))
     (main,) = [v for k, v in report.items() if "finalize" not in k]
-    assert main[2] <= 8, main
+    assert main[2] <= 16, main
 
 
 def _smem_bytes(spec: NormSpec) -> int:
