@@ -40,6 +40,9 @@ __all__ = [
 
 # Every scratch region starts on this boundary so any vector access inside it is aligned.
 SCRATCH_ALIGN = 256
+# The kernels index columns with 32-bit ints: the longest row the streaming softmax forward
+# serves leaves room for its column step (at most 2^17 columns a chunk) without overflow.
+STREAM_MAX_COLS = 2**31 - 2**20
 # Programmatic dependent launch (griddepcontrol: DeviceLimits.dependent_launch, the kernels'
 # prologue) needs compute capability 9.0; the CUDA C kernels test `__CUDA_ARCH__ >= 900`.
 DEPENDENT_LAUNCH_CC = (9, 0)
@@ -158,6 +161,11 @@ class _RowSpec:
         """Several CTAs share a row. Both backends compile it in (the inter-CTA exchange), so it
         is part of ``kernel_key``; the CTA count itself is a run-time value."""
         return self.ctas_per_row > 1
+
+    @property
+    def ctas_per_sm_cap(self) -> int | None:
+        """At most this many CTAs an SM in the grid (None: as many as are resident)."""
+        return None
 
     @property
     def grid_of_rows(self) -> bool:
@@ -310,9 +318,10 @@ def row_plan(
     the row count too: idle CTAs only add dgamma/dbeta partial rows. Row groups launched as
     clusters (:func:`cluster_size`) number at most ``max_active_clusters`` (the driver's count
     for this kernel and cluster size; GPCs can leave SMs over), so that every group of the
-    persistent grid is resident at once; without it the occupancy's figure is used. A spec with
-    ``grid_of_rows`` gets one row group per ``warps_m`` rows instead (at most
-    ``limits.max_grid_y``; its CTAs then loop over the rest as the persistent ones do).
+    persistent grid is resident at once; without it the occupancy's figure is used (at most the
+    spec's ``ctas_per_sm_cap`` an SM: streaming softmax entries). A spec with ``grid_of_rows``
+    gets one row group per ``warps_m`` rows instead (at most ``limits.max_grid_y``; its CTAs
+    then loop over the rest as the persistent ones do).
     """
     if rows < 1 or cols < 1:
         raise PlanError(f"rows and cols must be >= 1, got {rows} x {cols}")
@@ -326,7 +335,8 @@ def row_plan(
         raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
     warps_m = spec.warps_m
     ctas_per_row = spec.ctas_per_row
-    resident = limits.sm_count * max_active_per_sm
+    cap = spec.ctas_per_sm_cap
+    resident = limits.sm_count * (max_active_per_sm if cap is None else min(cap, max_active_per_sm))
     if ctas_per_row > resident:
         raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
     groups = limits.max_grid_y if spec.grid_of_rows else resident // ctas_per_row
@@ -433,12 +443,31 @@ class SoftmaxSpec(_RowSpec):
         return self.config.variant
 
     @property
+    def stream(self) -> bool:
+        """The streaming forward (``config.chunk``): ``ldgs`` vectors a thread at a time, one
+        CTA a row of any length."""
+        return self.config.chunk > 0
+
+    @property
+    def ctas_per_sm_cap(self) -> int | None:
+        """A streaming entry's ``min_ctas_per_sm`` also caps its grid: the rows in flight are
+        what the second read finds in L2 (run 164's prototype: 3 CTAs of 512 threads an SM
+        at 32768 bf16 keys beat 4)."""
+        return self.config.min_ctas_per_sm if self.stream else None
+
+    @property
+    def cols_per_row_pass(self) -> int:
+        if self.stream:
+            return STREAM_MAX_COLS  # the kernel loops over the row
+        return super().cols_per_row_pass
+
+    @property
     def kernel_key(self) -> tuple:
         """Everything a compiled kernel depends on (of ctas_per_row only ``multi_cta``)."""
         c = self.config
         return (
             c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,
-            c.min_ctas_per_sm, c.prefetch, self.multi_cta,
+            c.min_ctas_per_sm, c.prefetch, self.stream, self.multi_cta,
         )  # fmt: skip
 
 
@@ -449,11 +478,14 @@ def softmax_spec(
 
     Narrower vectors keep the columns a CTA covers (more vector accesses per thread); rows longer
     than ``max_cols`` get several CTAs, or one CTA with more registers where CTAs cannot wait
-    for each other.
+    for each other. A streaming entry (``config.chunk``) takes one CTA a row at any length and
+    ``chunk`` vectors a thread a step, whatever the vector width.
     """
     if cols < 1:
         raise PlanError(f"key length must be >= 1, got {cols}")
     num_elts = min(config.num_elts, vec_elts)
+    if config.chunk:
+        return SoftmaxSpec(config, num_elts, config.chunk, 1)
     lanes = config.warps_n * WARP_SIZE
     ctas_per_row = math.ceil(cols / config.max_cols)
     if ctas_per_row <= limits.max_ctas_per_row:

@@ -70,6 +70,9 @@ KINDS = ("tuned", "general")
 # looping over rows) or "rows" (one CTA a row group, the block scheduler refills the SMs; rows of
 # one CTA only; no norm backward: each of its CTAs writes one dgamma partial row).
 GRIDS = ("persistent", "rows")
+# Vectors a thread of the streaming softmax forward holds at a time (SoftmaxConfig.chunk): the
+# unrolled step; the run-164 prototype timed 2 and 4.
+MAX_STREAM_CHUNK = 8
 
 # sm_80 / sm_90 limits (the register cap must describe a residency the SM can reach).
 MAX_THREADS_PER_BLOCK = 1024
@@ -966,6 +969,13 @@ class SoftmaxConfig:
     key length the sweep timed them at (the entry serves rows up to that length). ``prefetch``
     is the software pipeline: the next row is loaded before this row's reductions (the Numba
     backward builds without it).
+
+    ``chunk`` > 0 (forward block entries only) selects the streaming forward: one CTA a row
+    at any length, each thread holding ``chunk`` vectors at a time. It reads its slice twice,
+    first for the row's (max, sum) online, then to write y; the second read hits L2 while few
+    rows are in flight, so the row needs no registers to stay in and several CTAs share an SM
+    (H200 run 164, bf16 prototype: 86% of the copy ceiling at 32768 keys, 72% at 131072,
+    against the held-row kernel's 77 / 57% in the same process).
     """
 
     op: str
@@ -980,6 +990,7 @@ class SoftmaxConfig:
     keys: int = 0
     prefetch: bool = False
     grid: str = "persistent"
+    chunk: int = 0
 
     def __post_init__(self) -> None:
         if self.op not in SOFTMAX_OPS:
@@ -1015,6 +1026,16 @@ class SoftmaxConfig:
                 f"min_ctas_per_sm must be >= 1 with threads * min_ctas_per_sm <= "
                 f"{MAX_THREADS_PER_SM}, got {self.min_ctas_per_sm} x {self.threads} threads"
             )
+        if not 0 <= self.chunk <= MAX_STREAM_CHUNK:
+            raise ValueError(f"chunk must be in [0, {MAX_STREAM_CHUNK}], got {self.chunk}")
+        if self.chunk and (
+            self.op != "softmax_fwd" or self.kind != "block" or self.prefetch
+            or self.grid != "persistent"
+        ):  # fmt: skip
+            raise ValueError(
+                "chunk (the streaming forward) needs a softmax_fwd block entry without prefetch "
+                "on the persistent grid"
+            )
 
     @property
     def threads(self) -> int:
@@ -1027,6 +1048,11 @@ class SoftmaxConfig:
     @property
     def is_backward(self) -> bool:
         return self.op == "softmax_bwd"
+
+    @property
+    def stream(self) -> bool:
+        """The streaming forward (``chunk`` > 0): one CTA a row, the slice read twice."""
+        return self.chunk > 0
 
     @property
     def origin(self) -> str:
@@ -1071,6 +1097,7 @@ def _softmax_from_json(raw: dict) -> SoftmaxConfig:
         keys=int(raw["keys"]),
         prefetch=bool(raw.get("prefetch", False)),
         grid=raw.get("grid", "persistent"),
+        chunk=int(raw.get("chunk", 0)),
     )
 
 

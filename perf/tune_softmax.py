@@ -11,6 +11,9 @@ register caps (``__launch_bounds__`` min CTAs per SM) and with the software pipe
 Every candidate's output is checked against an fp32 torch reference before it may win.
 ``--grids persistent rows`` times each shape whose row takes one CTA on both launch grids
 (``SoftmaxConfig.grid``); a winner on the grid of all rows carries ``"grid": "rows"``.
+``--stream`` times, instead of those stages, the streaming forward (``SoftmaxConfig.chunk``: one
+CTA a row that reads its slice twice) in every block shape, chunk and CTAs an SM of
+``STREAM_SHAPES``; a winner carries ``"chunk"``.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
@@ -23,6 +26,7 @@ Numba backend's own entries).
 
     python3 perf/tune_softmax.py --out DIR [--ops softmax_fwd softmax_bwd masked_softmax_fwd]
         [--dtypes bf16 fp32] [--keys 512 ... 131072]
+    python3 perf/tune_softmax.py --out DIR --stream --ops softmax_fwd ... --keys 32768 131072
     python3 perf/tune_softmax.py --out DIR --from-csv RUN/tune.csv [RUN2/tune.csv ...]
     python3 perf/tune_softmax.py --out DIR --backend numba --refine RUN/tune.csv [...] --top 6
 """
@@ -61,6 +65,16 @@ from numba_norms.backends.nvrtc import softmax as nv_softmax
 OPS = ("softmax_fwd", "softmax_bwd", "masked_softmax_fwd", "upper_triang_softmax_fwd")
 KEYS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
 MIN_CTAS = (2, 3, 4)
+# The streaming forward's sweep: (warps a row, vectors a step, CTAs an SM). Run 164's prototype
+# (bf16, 32768 / 131072 keys) was fastest at 8-16 warps with 3 CTAs an SM and 32 warps with one,
+# chunks of 2-4; the grid around it.
+STREAM_SHAPES = tuple(
+    (wn, chunk, m)
+    for wn in (4, 8, 16, 32)
+    for chunk in (2, 4)
+    for m in (1, 2, 3, 4, 6, 8)
+    if wn * 32 * m <= 2048
+)
 VARIANTS = {"masked": "masked", "upper": "upper_triang", "aligned": "aligned_causal"}
 
 
@@ -94,6 +108,20 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
     return out
 
 
+def stream_candidates(op: str, variant: str, dtype: str, cols: int) -> list:
+    """The streaming forward in every shape of STREAM_SHAPES (forwards only)."""
+    if op != "softmax_fwd":
+        return []
+    vec = 16 // registry.itemsize(dtype)
+    out = []
+    for wn, chunk, m in STREAM_SHAPES:
+        span = max(wn * 32 * vec, 1 << (cols - 1).bit_length())
+        out.append(
+            registry.SoftmaxConfig(op, "block", span, dtype, 1, wn, 16, variant, m, chunk=chunk)
+        )
+    return out
+
+
 def load_refine(paths: list[str]) -> dict:
     """Passing rows of earlier sweeps grouped by (benchmark op, dtype, cols); a later file's
     rows of a problem replace an earlier one's."""
@@ -112,7 +140,7 @@ def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry
         op, r["kind"], max_cols, r["dtype"], int(r["warps_m"]), int(r["warps_n"]),
         16 if r["kind"] == "block" else min(16, max_cols // 32 * size), variant,
         int(r["min_ctas_per_sm"]), prefetch=pipeline and bool(int(r.get("prefetch") or 0)),
-        grid=r.get("row_grid") or "persistent",
+        grid=r.get("row_grid") or "persistent", chunk=int(r.get("chunk") or 0),
     )  # fmt: skip
 
 
@@ -136,12 +164,13 @@ def refine_candidates(rows: list[dict], op: str, variant: str, top: int, pipelin
     out: list = []
     for r in sorted(rows, key=lambda r: float(r["median_us"])):
         shape = (r["kind"], int(r["max_cols"]), int(r["warps_m"]), int(r["warps_n"]))
-        shape += (r.get("row_grid") or "persistent",)
+        shape += (r.get("row_grid") or "persistent", int(r.get("chunk") or 0))
         if shape in shapes:
             continue
         shapes.add(shape)
         best = config_of(r, op, variant, pipeline)
-        plain = dataclasses.replace(best, min_ctas_per_sm=1, prefetch=False)
+        # (a streaming entry's CTAs an SM is its grid, not a register cap: kept)
+        plain = best if best.chunk else dataclasses.replace(best, min_ctas_per_sm=1, prefetch=False)
         out += list(dict.fromkeys((best, plain)))
         if len(shapes) == top:
             break
@@ -203,6 +232,7 @@ def winners_from_csv(
                 bytes_per_ldg=bytes_per_ldg, min_ctas_per_sm=int(w["min_ctas_per_sm"]),
                 prefetch=bool(int(w.get("prefetch") or 0)),
                 **({"grid": w["row_grid"]} if w.get("row_grid") == "rows" else {}),
+                **({"chunk": int(w["chunk"])} if int(w.get("chunk") or 0) else {}),
                 rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
                 baseline_gbs=float(base["gbs"]) if base else None, run=source[bop, dtype, cols],
             )
@@ -244,7 +274,7 @@ def run(args) -> int:
     t_end = time.monotonic() + args.time_budget
     fields = [
         "op", "dtype", "rows", "cols", "label", "kind", "max_cols", "ctas_per_row", "warps_m",
-        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "elts_per_thread", "regs",
+        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "chunk", "elts_per_thread", "regs",
         "occupancy", "grid",
         "median_us", "p20_us", "p80_us", "gbs", "pct_ceiling", "vs_baseline", "check",
     ]  # fmt: skip
@@ -269,7 +299,7 @@ def run(args) -> int:
                 op=case.op, dtype=case.dtype, rows=case.rows, cols=case.cols, label=label,
                 kind=cfg.kind, max_cols=cfg.max_cols, ctas_per_row=plan.ctas_per_row,
                 warps_m=cfg.warps_m, warps_n=cfg.warps_n, min_ctas_per_sm=cfg.min_ctas_per_sm,
-                prefetch=int(cfg.prefetch), row_grid=cfg.grid,
+                prefetch=int(cfg.prefetch), row_grid=cfg.grid, chunk=cfg.chunk,
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts, regs=k.num_regs,
                 occupancy=k.occupancy(plan.spec.threads, 0),
                 grid="x".join(map(str, plan.grid)), median_us=round(t.median_us, 2),
@@ -323,6 +353,9 @@ def run(args) -> int:
                     stage = refine_candidates(rows, op, variant, args.top, pipeline)
                     stage = list(dict.fromkeys(stage + with_grids(stage, cols, args.grids)))
                     labels: tuple = ("refine",)
+                elif args.stream:
+                    stage = stream_candidates(op, variant, dtype, cols)
+                    labels = ("stream",)
                 else:
                     stage = with_grids(
                         candidates(op, variant, dtype, cols, args.max_elts), cols, args.grids
@@ -427,6 +460,11 @@ def main() -> int:
         help="a backend's own entry must beat its baseline by more than this",
     )
     add_grids_argument(p, "where a row takes one CTA")
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="time the streaming forward (SoftmaxConfig.chunk) in STREAM_SHAPES instead",
+    )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")
     args = p.parse_args()

@@ -299,6 +299,34 @@ def test_block_kernel_cross_warp_reductions(variant):
     assert_close(dx, dexp, "fp32", scale=4, what="dx")
 
 
+# The streaming forward (SoftmaxConfig.chunk): (variant, dtype, (warps_n, chunk), (b, h, sq),
+# sk, pitch); every case runs several chunks a row or rows keeping nothing.
+_STREAM_SIM = [
+    ("scaled", "bf16", (1, 2), (1, 2, 3), 601, 608),  # partial last vector
+    ("masked", "fp16", (2, 2), (2, 1, 3), 1100, 1104),  # cross-warp merge, fully masked row
+    ("upper_triang", "fp32", (1, 3), (1, 1, 5), 450, None),
+    ("aligned_causal", "bf16", (2, 2), (1, 1, 12), 9, None),  # sk < sq: rows keeping nothing
+]
+
+
+@sim_only
+@pytest.mark.parametrize("variant, dtype, shape, bhq, sk, pitch", _STREAM_SIM)
+def test_stream_forward(variant, dtype, shape, bhq, sk, pitch):
+    """The streaming forward against the reference: online (max, sum) over several chunks a
+    thread, the CTA's merge, the second read; one CTA a row on a grid of fewer CTAs."""
+    wn, chunk = shape
+    vec = 16 // registry.itemsize(dtype)
+    cfg = registry.SoftmaxConfig(
+        "softmax_fwd", "block", wn * 32 * vec, dtype, 1, wn, 16, variant, 1, chunk=chunk
+    )
+    b, h, sq = bhq
+    x4, y, expected, _, plan = run_forward(
+        variant, dtype, b, h, sq, sk, pitch=pitch, cfg=cfg, full_mask_rows=(1,), seed=3
+    )
+    assert plan.spec.stream and plan.ctas_per_row == 1 and plan.ctas_per_col < b * h * sq
+    assert_close(y, expected, dtype, what=f"{variant} y (stream)")
+
+
 def test_spill_fallbacks():
     """Where a measured cap or pipeline makes the Numba kernel spill, the builds tried next."""
     sm = _sm()
@@ -385,6 +413,22 @@ def test_compile_every_registry_entry():
 
 
 @ptx_only
+@pytest.mark.parametrize("variant", ["scaled", "masked"])
+def test_ptx_of_stream_forward(variant):
+    """The streaming forward (run 164's shape): registers only; the first pass loads plainly, the
+    second read and the stores of y are evict-first (.cs), one 16-byte access a vector."""
+    cfg = registry.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, 16, variant, 3, 32768, chunk=2
+    )
+    ptx = _ptx(planner.softmax_spec(cfg, 32768, 8, H200))
+    assert ".local" not in ptx
+    assert len(re.findall(r"ld\.global\.v4\.u32", ptx)) == 2
+    assert len(re.findall(r"ld\.global\.cs\.v4\.u32", ptx)) == 2
+    assert len(re.findall(r"st\.global\.cs\.v4\.u32", ptx)) == 2
+    assert "st.global.v4" not in ptx
+
+
+@ptx_only
 def test_ptx_of_bf16_1024_forward():
     """The design's fast path: registers only, 16-byte accesses, shuffles, packed converts
     (the default table's warp entry: one warp a row, 32 elements a thread)."""
@@ -413,7 +457,8 @@ def test_ptx_starts_with_the_dependent_launch_prologue(op):
 def test_ptx_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     """As NVRTC's: rows of several CTAs meet at the cluster barrier when launched in a cluster
     (sm_90; %cluster_nctarank decides), at the counter otherwise; sm_80 only the counter."""
-    spec = _spec(op, "scaled", "bf16", 131072)
+    variant = "masked" if op == "softmax_fwd" else "scaled"  # (the scaled forward streams)
+    spec = _spec(op, variant, "bf16", 131072)
     assert spec.ctas_per_row > 1
     sm = _sm()
     ptx = (sm.compile_backward if spec.config.is_backward else sm.compile_forward)(spec, arch)

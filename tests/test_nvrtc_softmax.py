@@ -29,7 +29,7 @@ from numba_norms import reference as ref
 from numba_norms.backends.common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS
 from numba_norms.backends.nvrtc import softmax as nv_softmax
 from numba_norms.planner import DeviceLimits, SoftmaxSpec, softmax_spec
-from numba_norms.registry import select_softmax, softmax_configs
+from numba_norms.registry import SoftmaxConfig, select_softmax, softmax_configs
 
 H200 = DeviceLimits(sm_count=132, name="H200 (planning only)")
 
@@ -179,6 +179,38 @@ def test_kernel_names():
     assert nv_softmax.kernel_name(causal) == "softmax_fwd<nn::fp16, 1, 16, 8, 4, 3, 1, false>"
 
 
+STREAM_SPECS = [
+    softmax_spec(
+        SoftmaxConfig("softmax_fwd", "block", 32768, dtype, 1, wn, 16, variant, m, chunk=chunk),
+        cols,
+        vec,
+        H200,
+    )
+    for dtype, wn, chunk, m in (("bf16", 16, 2, 3), ("fp16", 32, 4, 1), ("fp32", 8, 4, 6))
+    for variant in ("scaled", "masked", "upper_triang", "aligned_causal")
+    for cols, vec in ((131072, 16 // (4 if dtype == "fp32" else 2)), (32771, 1))
+]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("spec", STREAM_SPECS, ids=_spec_id)
+def test_compile_stream_specs(spec, arch):
+    """The streaming forward in every dtype and variant, full-width and scalar vectors: it
+    holds a chunk, not the row, so no local memory at all."""
+    assert spec.stream and spec.ctas_per_row == 1
+    name = nv_softmax.kernel_name(spec)
+    assert name.startswith("softmax_fwd_stream<") and name.endswith(
+        f", {spec.ldgs}, {nv_softmax.VARIANT_IDS[spec.config.variant]}, "
+        f"{spec.config.min_ctas_per_sm}>"
+    )
+    mod = nv_softmax.compile_forward(spec, arch=arch)
+    assert name in mod.symbols
+    info = _nv_info(mod.cubin)
+    frame = info.get(_EIATTR_FRAME_SIZE, [0])[0]
+    limit = 0 if spec.config.min_ctas_per_sm < 6 else 64  # 6 CTAs of 256: 40 registers
+    assert frame <= limit, f"{frame} bytes of local memory in {_spec_id(spec)}"
+
+
 def test_wrong_op_is_rejected():
     spec = next(s for s in QUICK_SPECS if s.config.op == "softmax_bwd")
     with pytest.raises(ValueError, match="softmax_fwd"):
@@ -257,7 +289,8 @@ def test_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     cluster (sm_90; %cluster_nctarank decides), the counter otherwise; sm_80 only the counter."""
     from tests.conftest import nvrtc_ptx
 
-    cfg = select_softmax(op, "scaled", "bf16", 131072)
+    variant = "masked" if op == "softmax_fwd" else "scaled"  # (the scaled forward streams)
+    cfg = select_softmax(op, variant, "bf16", 131072)
     spec = softmax_spec(cfg, 131072, 8, H200)
     assert spec.ctas_per_row > 1
     src = Path(nv_softmax.__file__).resolve().parent
@@ -468,6 +501,36 @@ def _emu_rewrite_asm(m: re.Match) -> str:
         ),
         ("prmt.b32 %0, %1, 0, 0x1044", lambda: f"{o[0]} = {i[0]} << 16;"),  # bf16 Remat
         ("prmt.b32 %0, %1, 0, 0x3244", lambda: f"{o[0]} = {i[0]} & 0xffff0000u;"),
+        # the streaming forward's evict-first accesses: plain ones here
+        (
+            "ld.global.cs.v4.u32",
+            lambda: (
+                f"{{ const unsigned* q_ = (const unsigned*)({i[0]}); "
+                + " ".join(f"{o[k]} = q_[{k}];" for k in range(4))
+                + " }"
+            ),
+        ),
+        (
+            "ld.global.cs.v2.u32",
+            lambda: (
+                f"{{ const unsigned* q_ = (const unsigned*)({i[0]}); {o[0]} = q_[0]; "
+                f"{o[1]} = q_[1]; }}"
+            ),
+        ),
+        ("ld.global.cs.u32", lambda: f"{o[0]} = *(const unsigned*)({i[0]});"),
+        (
+            "st.global.cs.v4.u32",
+            lambda: (
+                f"{{ unsigned* q_ = (unsigned*)({i[0]}); "
+                + " ".join(f"q_[{k}] = {i[k + 1]};" for k in range(4))
+                + " }"
+            ),
+        ),
+        (
+            "st.global.cs.v2.u32",
+            lambda: f"{{ unsigned* q_ = (unsigned*)({i[0]}); q_[0] = {i[1]}; q_[1] = {i[2]}; }}",
+        ),
+        ("st.global.cs.u32", lambda: f"*(unsigned*)({i[0]}) = {i[1]};"),
         ("ex2.approx", lambda: f"{o[0]} = emu_ex2({i[0]});"),
         ("rcp.approx", lambda: f"{o[0]} = 1.f / {i[0]};"),
         ("ld.acquire.gpu", lambda: f"{o[0]} = __atomic_load_n({i[0]}, __ATOMIC_ACQUIRE);"),
@@ -603,6 +666,58 @@ def test_emulated_forward(emu_dir, case):
         *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
         *(ctypes.c_int(v) for v in (sq, heads, mb)),
         ctypes.c_float(0.37), _ptr(stats), _ptr(barrier),
+    )  # fmt: skip
+    got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
+    want, keep = ref.softmax_rows(
+        x[:, :cols], variant, sq, 0.37, None if mask is None else mask[:, :cols], heads, mb
+    )
+    err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
+    assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
+    assert np.all(got[~keep] == 0.0), "masked/excluded positions must be exactly 0"
+    assert np.all(y[:, cols:] == fill), "padding written"
+
+
+# The streaming forward (SoftmaxConfig.chunk): (dtype, (warps_n, num_elts, chunk), variant,
+# rows, cols, pitch, CTAs, sq, heads, mask_batch); every case runs several chunks a row.
+_EMU_STREAM = [
+    ("bf16", (1, 8, 2), "scaled", 5, 1100, 1104, 2, 5, 1, 1),  # partial last vector
+    ("fp16", (2, 8, 2), "masked", 12, 2050, 2056, 3, 3, 2, 2),  # a fully masked row
+    ("fp32", (2, 4, 3), "upper_triang", 9, 900, 900, 2, 9, 1, 1),  # chunks past the limit
+    ("bf16", (1, 2, 4), "aligned_causal", 10, 300, 300, 3, 10, 1, 1),
+    ("bf16", (2, 8, 2), "aligned_causal", 14, 7, 8, 4, 14, 1, 1),  # sk < sq: empty rows
+    ("fp32", (1, 1, 2), "masked", 4, 75, 75, 2, 2, 2, 1),  # scalar vectors
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case",
+    _EMU_STREAM,
+    ids=lambda c: f"{c[2]}-{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}x{c[4]}p{c[5]}-g{c[6]}",
+)
+def test_emulated_stream_forward(emu_dir, case):
+    dtype, (wn, n, chunk), variant, rows, cols, pitch, ctas, sq, heads, mb = case
+    vid = nv_softmax.VARIANT_IDS[variant]
+    expr = f"softmax_fwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, {vid}, 1>"
+    assert cols > wn * 32 * n * chunk or cols < sq, "a case of one chunk a row"
+    rng = np.random.default_rng(rows + cols)
+    x = (rng.standard_normal((rows, pitch)) * 3).astype(_EMU_NP[dtype])
+    mask = None
+    if variant == "masked":
+        mask = (rng.random((mb * sq, pitch)) < 0.3).astype(np.uint8)
+        mask[0, :cols] = 1
+        mask[0, cols:] = 0
+        mask[min(2, len(mask) - 1), : cols // 2] = 7
+    fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
+    y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
+    lib = _emu_lib(emu_dir, expr, False)
+    lib.run_fwd(
+        *(ctypes.c_int(v) for v in (1, ctas, wn * 32)),
+        _ptr(x), None if mask is None else _ptr(mask), _ptr(y),
+        *(ctypes.c_int(v) for v in (rows, cols)),
+        *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
+        *(ctypes.c_int(v) for v in (sq, heads, mb)),
+        ctypes.c_float(0.37), None, None,
     )  # fmt: skip
     got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
     want, keep = ref.softmax_rows(

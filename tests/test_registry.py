@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from importlib import resources
 
@@ -252,6 +253,32 @@ def test_softmax_entries_validate():
         r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 32, min_ctas_per_sm=3)
     with pytest.raises(ValueError, match="grid: expected one of"):
         r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 8, grid="all")
+
+
+def test_streaming_softmax_entries_validate():
+    """``chunk`` (the streaming forward) only on forward block entries without the pipeline, on
+    the persistent grid, and at most MAX_STREAM_CHUNK vectors a step; the JSON field reads
+    back."""
+    ok = r.SoftmaxConfig("softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=3, chunk=2)
+    assert ok.stream and not dataclasses.replace(ok, chunk=0).stream
+    bad = [
+        dict(op="softmax_bwd", variant="scaled"),
+        dict(kind="warp", warps_m=4, warps_n=1, max_cols=1024),
+        dict(prefetch=True),
+        dict(grid="rows"),
+    ]
+    for change in bad:
+        with pytest.raises(ValueError, match="streaming forward"):
+            dataclasses.replace(ok, **change)
+    for chunk in (-1, r.MAX_STREAM_CHUNK + 1):
+        with pytest.raises(ValueError, match="chunk must be in"):
+            dataclasses.replace(ok, chunk=chunk)
+    raw = dict(
+        op="softmax_fwd", variant="masked", dtype="fp16", keys=32768, kind="block",
+        max_cols=32768, warps_m=1, warps_n=16, bytes_per_ldg=16, min_ctas_per_sm=3, chunk=4,
+    )  # fmt: skip
+    assert r._softmax_from_json(raw).chunk == 4
+    assert r._softmax_from_json({**raw, "chunk": 0}).chunk == 0
 
 
 def test_measured_softmax_entries_carry_their_grid():

@@ -205,8 +205,10 @@ def test_forward(dtype, variant, sk):
     rng = np.random.default_rng(sk * 7 + VARIANTS.index(variant))
     plan = _run_fwd(variant, dtype, b, h, sq, sk, mb, rng, repeat=sk >= 16384, rows=rows)
     # each CTA holds the entry's max_cols keys (32768 for most entries, 8192-16384 for the
-    # multi-CTA winners of runs 82-84): longer rows take several CTAs
-    assert plan.ctas_per_row == -(-sk // plan.spec.config.max_cols)
+    # multi-CTA winners of runs 82-84): longer rows take several CTAs; a streaming entry
+    # (run 166) takes one CTA a row at any length
+    ctas = 1 if plan.spec.stream else -(-sk // plan.spec.config.max_cols)
+    assert plan.ctas_per_row == ctas
     _check_row_sync(plan)
 
 
@@ -318,6 +320,9 @@ def test_many_rows(dtype, row_sync):
     plan = _run_fwd("masked", dtype, 3, 7, resident_rows // 20 + 1, 128, 3, rng)
     assert plan.row_iterations > 1
     plan = _run_fwd("scaled", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
+    # 16-bit rows stream since run 166 (one CTA a row, one an SM): two trips for some CTAs
+    assert plan.spec.stream == (dtype != "fp32") and plan.row_iterations > 1
+    plan = _run_fwd("masked", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
     ctas = 65536 // plan.spec.config.max_cols  # 2 (fp32) or 4 (bf16 / fp16 since run 82-84)
     assert plan.ctas_per_row == ctas > 1 and plan.row_iterations > 1
     _check_row_sync(plan)

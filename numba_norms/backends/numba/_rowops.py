@@ -191,8 +191,10 @@ if not SIM:
         return ptr(ptr, off), codegen
 
     @functools.cache
-    def ld_words(nbytes: int):
-        """``ld_words(w, i, arr, off)``: ``nbytes`` bytes at ``arr[off]`` -> words ``w[i:]``."""
+    def ld_words(nbytes: int, cs: bool = False):
+        """``ld_words(w, i, arr, off)``: ``nbytes`` bytes at ``arr[off]`` -> words ``w[i:]``.
+
+        ``cs``: an evict-first load (``ld.global.cs``, 4-16 bytes; NVRTC's ``load_cs``)."""
         nwords = max(1, nbytes // 4)
 
         @intrinsic
@@ -200,7 +202,19 @@ if not SIM:
             def codegen(context, builder, sig, args):
                 wty, ity, aty, oty = sig.args
                 p = _ptr(context, builder, aty, args[2], oty, args[3])
-                if nbytes >= 8:
+                if cs and nbytes >= 4:
+                    regs = ", ".join(f"${q}" for q in range(nwords))
+                    vec = f".v{nwords}" if nwords > 1 else ""
+                    text = f"ld.global.cs{vec}.u32 {{{regs}}}, [${nwords}];"
+                    if nwords == 1:
+                        text = "ld.global.cs.u32 $0, [$1];"
+                    ret = ir.LiteralStructType([_I32] * nwords) if nwords > 1 else _I32
+                    cons = ",".join(["=r"] * nwords + ["l"])
+                    val = _asm(builder, ret, [builder.ptrtoint(p, _I64)], text, cons, True)
+                    words = [builder.extract_value(val, q) for q in range(nwords)]
+                    if nwords == 1:
+                        words = [val]
+                elif nbytes >= 8:
                     vt = ir.VectorType(_I32, nwords)
                     vec = builder.load(builder.bitcast(p, vt.as_pointer()), align=nbytes)
                     words = [builder.extract_element(vec, _c32(q)) for q in range(nwords)]
@@ -217,8 +231,10 @@ if not SIM:
         return _ld_words
 
     @functools.cache
-    def st_words(nbytes: int):
-        """``st_words(arr, off, w, i)``: words ``w[i:]`` -> ``nbytes`` bytes at ``arr[off]``."""
+    def st_words(nbytes: int, cs: bool = False):
+        """``st_words(arr, off, w, i)``: words ``w[i:]`` -> ``nbytes`` bytes at ``arr[off]``.
+
+        ``cs``: an evict-first store (``st.global.cs``, 4-16 bytes; NVRTC's ``store_cs``)."""
         nwords = max(1, nbytes // 4)
 
         @intrinsic
@@ -230,7 +246,14 @@ if not SIM:
                     for q in range(nwords)
                 ]
                 p = _ptr(context, builder, aty, args[0], oty, args[1])
-                if nbytes >= 8:
+                if cs and nbytes >= 4:
+                    regs = ", ".join(f"${q + 1}" for q in range(nwords))
+                    vec = f".v{nwords}" if nwords > 1 else ""
+                    body = f"{{{regs}}}" if nwords > 1 else "$1"
+                    text = f"st.global.cs{vec}.u32 [$0], {body};"
+                    cons = ",".join(["l"] + ["r"] * nwords + ["~{memory}"])
+                    _asm(builder, _VOID, [builder.ptrtoint(p, _I64)] + words, text, cons, True)
+                elif nbytes >= 8:
                     vt = ir.VectorType(_I32, nwords)
                     vec = ir.Constant(vt, ir.Undefined)
                     for q, word in enumerate(words):
@@ -1025,7 +1048,7 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         return arr[off:]
 
     @functools.cache
-    def ld_words(nbytes: int):
+    def ld_words(nbytes: int, cs: bool = False):
         nwords = max(1, nbytes // 4)
 
         def _ld_words(w, i, arr, off):
@@ -1039,7 +1062,7 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         return _ld_words
 
     @functools.cache
-    def st_words(nbytes: int):
+    def st_words(nbytes: int, cs: bool = False):
         nwords = max(1, nbytes // 4)
 
         def _st_words(arr, off, w, i):

@@ -331,6 +331,177 @@ def _forward_kernel(
     return softmax_fwd
 
 
+def _stream_forward_kernel(
+    dtype: str, variant: str, wn: int, ne: int, chunk: int, dependent: bool = False
+):
+    """``softmax_fwd_stream`` of ``softmax.cu`` (``SoftmaxConfig.chunk``) for one compile-time
+    shape: one CTA a row of any length, ``chunk`` vectors a thread at a time. The first pass
+    keeps an online (max, sum) per thread, merged over the CTA; the second reads the slice
+    again (evict-first, as are the stores of y) and writes y."""
+    var = VARIANTS[variant]
+    masked, causal = var == 1, var >= 2
+    nw = ro.words_per_vector(dtype, ne)
+    mw = ro.words_per_vector("uint8", ne)
+    vbytes = ne * (4 if dtype == "fp32" else 2)
+    step = wn * 32 * ne  # columns from one of a thread's vectors to the next
+    span = chunk * step
+    n_v, n_xs, n_ms = chunk * ne, chunk * nw, chunk * mw  # local array sizes: constants
+    nxch = wn * 32 if ro.SIM else 1
+    ld_x, ld_x_cs = ro.ld_words(vbytes), ro.ld_words(vbytes, cs=True)
+    st_y_cs = ro.st_words(vbytes, cs=True)
+    ld_m = ro.ld_words(ne)
+    ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
+    unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
+    copy_x, copy_m = ro.copy_words(nw), ro.copy_words(mw)
+    mask_fill = ro.mask_from(ne)
+    prep, out = ro.softmax_prep(ne, masked), ro.softmax_out(ne, causal)
+    chunk_sum, vec_exp = ro.exp_sum(chunk * ne), ro.exp_sum(ne)
+    ex2, rcp, fmaxf, div32, rem32 = ro.ex2, ro.rcp, ro.fmaxf, ro.div32, ro.rem32
+    warp_max, warp_sum, warp_any, row_ptr = ro.warp_max, ro.warp_sum, ro.warp_any, ro.row_ptr
+    multi_warp = wn > 1
+    neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
+    f32, u32, i32 = types.float32, types.uint32, types.int32
+    launch_dependents, wait_primary = ro.dependent_launch(dependent)
+
+    def softmax_fwd_stream(
+        x, mask, y, rows, cols, x_stride, y_stride, mask_stride, sq, heads, mask_batch, scale,
+        stats, barrier,
+    ):  # fmt: skip
+        wait_primary()
+        launch_dependents()
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        col0 = tid * ne
+        kscale = scale * log2e
+        v = cuda.local.array(n_v, f32)
+        xs = cuda.local.array(n_xs, u32)  # the chunk's vectors as loaded
+        ms = cuda.local.array(n_ms, u32)
+        xw = cuda.local.array(nw, u32)
+        tw = cuda.local.array(nw, u32)
+        mb = cuda.local.array(mw, u32)
+        tm = cuda.local.array(mw, u32)
+        xch = cuda.shared.array(nxch, f32)
+        s_max = cuda.shared.array(wn, f32)
+        s_sum = cuda.shared.array(wn, f32)
+        s_keep = cuda.shared.array(wn, i32)
+
+        for row in range(cuda.blockIdx.y, rows, cuda.gridDim.y):
+            lim = cols
+            qi = 0
+            if var != 0:
+                qi = rem32(row, sq)
+            if var == 2:
+                lim = min(lim, qi + 1)
+            if var == 3:
+                lim = min(lim, max(qi + (cols - sq) + 1, 0))
+            xr = row_ptr(x, row * x_stride)
+            mr = mask
+            if masked:
+                mrow = (0 if mask_batch == 1 else div32(row, heads * sq)) * sq + qi
+                mr = row_ptr(mask, mrow * mask_stride)
+
+            # First pass: the chunk's scores and maximum, then the running sum rescaled to the
+            # new maximum (exponents against 0 while nothing is kept).
+            m = neg_inf
+            s = f0
+            keep = i32(0)
+            for c0 in range(col0, lim, span):
+                for it in range(chunk):
+                    c = c0 + it * step
+                    if c < lim:
+                        if c + ne <= cols:
+                            ld_x(xs, it * nw, xr, c)
+                            if masked:
+                                ld_m(ms, it * mw, mr, c)
+                        else:  # the partial last vector
+                            ld_part(tw, xr, c, cols - c)
+                            copy_x(xs, it * nw, tw, 0)
+                            if masked:
+                                ld_part(tm, mr, c, cols - c)
+                                mask_fill(tm, cols - c)
+                                copy_m(ms, it * mw, tm, 0)
+                    elif masked:  # past the row: masked (x is not read: prep gives -inf)
+                        mask_fill(tm, 0)
+                        copy_m(ms, it * mw, tm, 0)
+                cm = neg_inf
+                for it in range(chunk):
+                    unpack(v, it * ne, xs, it * nw)
+                    if masked:
+                        copy_m(mb, 0, ms, it * mw)
+                    mk = prep(v, it * ne, mb, lim - (c0 + it * step), kscale, cm, keep)
+                    cm = mk[0]
+                    keep = mk[1]
+                mm = fmaxf(m, cm)
+                base = f0 if mm == neg_inf else mm
+                acc = chunk_sum(v, base)
+                s = s * ex2(m - base) + acc
+                m = mm
+
+            # The row's maximum, then the threads' sums rescaled to it, in warp order.
+            gm = warp_max(m, xch, tid)
+            if masked:
+                keep = warp_any(keep, xch, tid)
+            if multi_warp:
+                if lane == 0:
+                    s_max[warp] = gm
+                    s_keep[warp] = keep
+                cuda.syncthreads()
+                gm = s_max[0]
+                anyk = s_keep[0]
+                for w in range(1, wn):
+                    gm = fmaxf(gm, s_max[w])
+                    anyk |= s_keep[w]
+                keep = anyk
+            base = f0 if gm == neg_inf else gm
+            gs = warp_sum(s * ex2(m - base), xch, tid)
+            if multi_warp:
+                if lane == 0:
+                    s_sum[warp] = gs
+                cuda.syncthreads()
+                gs = s_sum[0]
+                for w in range(1, wn):
+                    gs += s_sum[w]
+            row_keep = keep != 0 if masked else (lim > 0 if causal else True)
+            factor = rcp(gs) if row_keep else f0
+
+            # Second pass: every column written (zeros past the causal limit).
+            yr = row_ptr(y, row * y_stride)
+            for c0 in range(col0, cols, span):
+                for it in range(chunk):
+                    c = c0 + it * step
+                    if c < lim:
+                        if c + ne <= cols:
+                            ld_x_cs(xs, it * nw, xr, c)
+                            if masked:
+                                ld_m(ms, it * mw, mr, c)
+                        else:
+                            ld_part(tw, xr, c, cols - c)
+                            copy_x(xs, it * nw, tw, 0)
+                            if masked:
+                                ld_part(tm, mr, c, cols - c)
+                                mask_fill(tm, cols - c)
+                                copy_m(ms, it * mw, tm, 0)
+                    elif masked:
+                        mask_fill(tm, 0)
+                        copy_m(ms, it * mw, tm, 0)
+                for it in range(chunk):
+                    c = c0 + it * step
+                    unpack(v, 0, xs, it * nw)
+                    if masked:
+                        copy_m(mb, 0, ms, it * mw)
+                    prep(v, 0, mb, lim - c, kscale, neg_inf, keep)
+                    vec_exp(v, base)
+                    out(v, 0, factor, lim - c)
+                    pack(xw, 0, v, 0)
+                    if c + ne <= cols:
+                        st_y_cs(yr, c, xw, 0)
+                    elif c < cols:
+                        st_part(yr, c, xw, cols - c)
+
+    return softmax_fwd_stream
+
+
 def _backward_kernel(
     dtype: str,
     wm: int,
@@ -474,6 +645,10 @@ def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
     dep, clusters = _dependent_launch(cc), _clusters(cc)
     if c.is_backward:
         return _backward_kernel(c.dtype, *shape, dependent=dep, clusters=clusters)
+    if spec.stream:
+        return _stream_forward_kernel(
+            c.dtype, c.variant, c.warps_n, spec.num_elts, spec.ldgs, dependent=dep
+        )
     return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dep, clusters=clusters)
 
 

@@ -512,6 +512,247 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
 
 namespace nnsm {
 
+// Evict-first (.cs) accesses: the streaming forward's second read of x and its stores of y are
+// not read again, so they should not push the lines its first pass left in L2 out of it.
+template <typename T, int N>
+__device__ __forceinline__ void load_cs(nn::Pack<T, N>& p, const T* src) {
+  constexpr int B = nn::Pack<T, N>::BYTES;
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < B / 16; ++i) {
+      const uint4* q = reinterpret_cast<const uint4*>(src) + i;
+      asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(p.w[4 * i]), "=r"(p.w[4 * i + 1]), "=r"(p.w[4 * i + 2]),
+                     "=r"(p.w[4 * i + 3])
+                   : "l"(q));
+    }
+  } else if constexpr (B == 8) {
+    asm volatile("ld.global.cs.v2.u32 {%0, %1}, [%2];" : "=r"(p.w[0]), "=r"(p.w[1]) : "l"(src));
+  } else if constexpr (B == 4) {
+    asm volatile("ld.global.cs.u32 %0, [%1];" : "=r"(p.w[0]) : "l"(src));
+  } else {
+    p.load(src);
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void store_cs(const nn::Pack<T, N>& p, T* dst) {
+  constexpr int B = nn::Pack<T, N>::BYTES;
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < B / 16; ++i) {
+      uint4* q = reinterpret_cast<uint4*>(dst) + i;
+      asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(q), "r"(p.w[4 * i]),
+                   "r"(p.w[4 * i + 1]), "r"(p.w[4 * i + 2]), "r"(p.w[4 * i + 3])
+                   : "memory");
+    }
+  } else if constexpr (B == 8) {
+    asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(dst), "r"(p.w[0]), "r"(p.w[1])
+                 : "memory");
+  } else if constexpr (B == 4) {
+    asm volatile("st.global.cs.u32 [%0], %1;" ::"l"(dst), "r"(p.w[0]) : "memory");
+  } else {
+    p.store(dst);
+  }
+}
+
+// One vector of a streaming forward row: columns [c, c + N) as loaded, zeros (mask: masked)
+// where the row has nothing to read; the partial last vector element by element.
+template <bool CS, typename T, int N, bool MASKED>
+__device__ __forceinline__ void load_vector(nn::Pack<T, N>& p, MaskBytes<N>& mb, const T* xr,
+                                            const unsigned char* mr, int c, int lim, int cols) {
+  clear(p.w);
+  if constexpr (MASKED) clear(mb.w);
+  if (c < lim) {
+    if (c + N <= cols) {
+      if constexpr (CS) {
+        load_cs(p, xr + c);
+      } else {
+        p.load(xr + c);
+      }
+      if constexpr (MASKED) mb.load(mr + c);
+    } else {
+      load_partial<sizeof(T), N>(p.w, xr + c, cols - c);
+      if constexpr (MASKED) {
+        load_partial<1, N>(mb.w, mr + c, cols - c);
+        mb.mask_from(cols - c);
+      }
+    }
+  } else if constexpr (MASKED) {
+    mb.mask_from(0);
+  }
+}
+
+// Scores of one vector in the log2 domain (fwd_scores' rules): masked positions kMaskedScore;
+// with CHECKED, columns at or past lim (j >= n_in) -inf.
+template <bool CHECKED, typename T, int N, bool MASKED>
+__device__ __forceinline__ void vector_scores(const nn::Pack<T, N>& p, const MaskBytes<N>& mb,
+                                              int n_in, float k, float (&v)[N]) {
+  float f[N];
+  p.to_float(f);
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    float t = f[j] * k;
+    if constexpr (MASKED) t = mb.masked(j) ? kMaskedScore : t;
+    if constexpr (CHECKED) t = j < n_in ? t : neg_inf();
+    v[j] = t;
+  }
+}
+
+// A chunk's scores (vector it at column c0 + it * STEP; lim - c0 = n_in) and their maximum.
+// The streaming forward takes the unchecked copy where the whole chunk lies inside the row
+// (every chunk but the last of a scaled or masked row): two instructions a column less.
+template <bool CHECKED, typename T, int N, int CHUNK, int STEP, bool MASKED>
+__device__ __forceinline__ float chunk_scores(const nn::Pack<T, N> (&p)[CHUNK],
+                                              const MaskBytes<N> (&mb)[CHUNK], int n_in, float k,
+                                              float (&v)[CHUNK][N], unsigned& unmasked) {
+  float cm = neg_inf();
+#pragma unroll
+  for (int it = 0; it < CHUNK; ++it) {
+    vector_scores<CHECKED, T, N, MASKED>(p[it], mb[it], n_in - it * STEP, k, v[it]);
+    if constexpr (MASKED) mb[it].any_unmasked(unmasked);
+#pragma unroll
+    for (int j = 0; j < N; ++j) cm = fmaxf(cm, v[it][j]);
+  }
+  return cm;
+}
+
+}  // namespace nnsm
+
+// softmax_fwd's result for rows of any length, one CTA a row (SoftmaxConfig.chunk), holding
+// CHUNK vectors a thread at a time instead of the row: the first pass keeps an online (max,
+// sum) per thread, merged over the CTA; the second reads the slice again (from L2: few rows are
+// in flight) and writes y. Same parameters as softmax_fwd (stats and barrier unused).
+template <typename T, int WARPS_N, int NUM_ELTS, int CHUNK, int VARIANT, int MIN_CTAS>
+__global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
+    softmax_fwd_stream(const T* x, const unsigned char* mask, T* y, int rows, int cols,
+                       long long x_stride, long long y_stride, long long mask_stride, int sq,
+                       int heads, int mask_batch, float scale, float* stats, int* barrier) {
+  using namespace nnsm;
+  nn::kernel_prologue();
+  constexpr int N = NUM_ELTS;
+  constexpr int STEP = WARPS_N * 32 * N;  // columns from one of a thread's vectors to the next
+  constexpr bool MASKED = VARIANT == 1;
+  constexpr bool CAUSAL = VARIANT >= 2;
+  static_assert(VARIANT >= 0 && VARIANT <= 3, "unknown variant");
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int col0 = threadIdx.x * N;
+  const float k = scale * kLog2e;
+  __shared__ float s_max[WARPS_N];
+  __shared__ float s_sum[WARPS_N];
+  __shared__ int s_keep[WARPS_N];
+
+  for (int row = blockIdx.y; row < rows; row += gridDim.y) {
+    int lim = cols;
+    const int qi = VARIANT == 0 ? 0 : row % sq;
+    if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
+    if constexpr (VARIANT == 3) lim = min(lim, max(qi + (cols - sq) + 1, 0));
+    const T* xr = x + row * x_stride;
+    const unsigned char* mr = mask;
+    if constexpr (MASKED) {
+      const int b = row / (heads * sq);
+      mr = mask + ((long long)(mask_batch == 1 ? 0 : b) * sq + qi) * mask_stride;
+    }
+
+    // First pass: a chunk's scores, its maximum, then the thread's running sum rescaled to the
+    // new maximum (exponents against 0 while nothing is kept, so no inf - inf).
+    float m = neg_inf();
+    float s = 0.f;
+    unsigned unmasked = 0u;
+    for (int c0 = col0; c0 < lim; c0 += CHUNK * STEP) {
+      nn::Pack<T, N> p[CHUNK];
+      MaskBytes<N> mb[CHUNK];
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        load_vector<false, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, cols);
+      }
+      float v[CHUNK][N];
+      const float cm =
+          c0 + CHUNK * STEP - STEP + N <= lim
+              ? chunk_scores<false, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unmasked)
+              : chunk_scores<true, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unmasked);
+      const float mm = fmaxf(m, cm);
+      const float base = mm == neg_inf() ? 0.f : mm;
+      float acc = 0.f;
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+#pragma unroll
+        for (int j = 0; j < N; ++j) acc += ex2(v[it][j] - base);
+      }
+      s = s * ex2(m - base) + acc;
+      m = mm;
+    }
+
+    // The row's maximum, then the threads' sums rescaled to it, in warp order.
+    float gm = warp_max(m);
+    bool keep = unmasked != 0u;
+    if constexpr (MASKED) keep = __any_sync(0xffffffffu, keep);
+    if constexpr (WARPS_N > 1) {
+      if (lane == 0) {
+        s_max[warp] = gm;
+        if constexpr (MASKED) s_keep[warp] = keep;
+      }
+      __syncthreads();
+      gm = s_max[0];
+#pragma unroll
+      for (int w = 1; w < WARPS_N; ++w) gm = fmaxf(gm, s_max[w]);
+      if constexpr (MASKED) {
+        int any = 0;
+#pragma unroll
+        for (int w = 0; w < WARPS_N; ++w) any |= s_keep[w];
+        keep = any != 0;
+      }
+    }
+    const float base = gm == neg_inf() ? 0.f : gm;
+    float gs = nn::warp_sum(s * ex2(m - base));
+    if constexpr (WARPS_N > 1) {
+      if (lane == 0) s_sum[warp] = gs;
+      __syncthreads();
+      gs = s_sum[0];
+#pragma unroll
+      for (int w = 1; w < WARPS_N; ++w) gs += s_sum[w];
+    }
+    const bool row_keep = MASKED ? keep : (CAUSAL ? lim > 0 : true);
+    const float factor = row_keep ? rcp(gs) : 0.f;
+
+    // Second pass: every column of the row is written (zeros past the causal limit, also
+    // where the row holds NaN or inf, as softmax_fwd).
+    T* yr = y + row * y_stride;
+    for (int c0 = col0; c0 < cols; c0 += CHUNK * STEP) {
+      nn::Pack<T, N> p[CHUNK];
+      MaskBytes<N> mb[CHUNK];
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, cols);
+      }
+      float v[CHUNK][N];
+      unsigned unused = 0u;
+      if (c0 + CHUNK * STEP - STEP + N <= lim) {
+        chunk_scores<false, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unused);
+      } else {
+        chunk_scores<true, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unused);
+      }
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        const int c = c0 + it * STEP;
+#pragma unroll
+        for (int j = 0; j < N; ++j) v[it][j] = ex2(v[it][j] - base) * factor;
+        nn::Pack<T, N> out;
+        out.from_float(v[it]);
+        if (CAUSAL && c >= lim) clear(out.w);
+        if (c + N <= cols) {
+          store_cs(out, yr + c);
+        } else if (c < cols) {
+          store_partial<sizeof(T), N>(out.w, yr + c, cols - c);
+        }
+      }
+    }
+  }
+}
+
+namespace nnsm {
+
 // One thread's slice of a backward row as loaded: dy and y as raw packs (half the registers of
 // fp32 for 16-bit types; converting twice is cheaper than the occupancy it would cost), the
 // partial last vector substituted, zeros past the row's end (they must not count twice).

@@ -1,7 +1,8 @@
 """Fused-softmax launchers of the NVRTC backend (kernels: ``softmax.cu``, helpers: ``norms.cuh``).
 
 A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
-``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>`` or
+``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>``,
+``softmax_fwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, VARIANT, MIN_CTAS>`` (streaming entries) or
 ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
@@ -65,6 +66,11 @@ def kernel_name(spec: SoftmaxSpec) -> str:
     pf = "true" if c.prefetch else "false"
     if c.is_backward:
         return f"{_BWD}<{args}, {c.min_ctas_per_sm}, {pf}>"
+    if spec.stream:
+        return (
+            f"{_FWD}_stream<{ctype}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}, "
+            f"{VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}>"
+        )
     return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
 
 
