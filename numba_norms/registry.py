@@ -1157,7 +1157,9 @@ def select_softmax(
 
     Measured entries (``measured``) serve rows longer than half the shortest key length the
     sweep timed: the entry timed at the smallest length >= ``cols``, else the longest (with
-    several CTAs a row where its ``max_cols`` is shorter). Otherwise the default table: the
+    several CTAs a row where its ``max_cols`` is shorter) unless that one streams (``chunk``):
+    a streaming entry's rows in flight grow with the row, so past its timed length its second
+    read would leave L2, and the default table serves instead. Otherwise the default table: the
     entry with the smallest ``max_cols >= cols``, else the largest (several CTAs a row).
     ``backend``: the backend that will run it (its own measured entries replace shared ones).
     """
@@ -1171,7 +1173,8 @@ def select_softmax(
             for cfg in tuned:
                 if cfg.keys >= cols:
                     return cfg
-            return tuned[-1]
+            if not tuned[-1].stream:
+                return tuned[-1]
     candidates = index.get((op, variant, dtype, "default"))
     if not candidates:
         raise UnsupportedError(

@@ -211,7 +211,8 @@ def test_softmax_selection():
 
 def test_measured_softmax_selection():
     """Measured entries serve rows from half the shortest timed length up, each the entry
-    timed at the next length at or above; past the longest, that one with several CTAs."""
+    timed at the next length at or above; past the longest, that one with several CTAs (a
+    streaming longest entry: the default table)."""
     measured = r.measured_softmax_configs()
     keys = sorted({c.keys for c in measured})
     assert keys[0] == 512 and keys[-1] == 131072
@@ -232,6 +233,8 @@ def test_measured_softmax_selection():
             for cols in (257, 1000, 4096, 4097, 20000, 200000):
                 got = r.select_softmax(op, variant, dtype, cols)
                 want = next((c for c in mine if c.keys >= cols), mine[-1])
+                if want.stream and cols > want.keys:
+                    want = r.select_softmax(op, variant, dtype, cols, measured=False)
                 assert got == want, (op, variant, dtype, cols)
                 assert cols <= got.max_cols or got.kind == "block"
     # the aligned causal forward shares the upper-triangular entries
@@ -253,6 +256,22 @@ def test_softmax_entries_validate():
         r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 32, min_ctas_per_sm=3)
     with pytest.raises(ValueError, match="grid: expected one of"):
         r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 8, grid="all")
+
+
+def test_streaming_entries_serve_up_to_their_timed_length():
+    """Past the longest timed length a streaming entry would keep more rows in flight than L2
+    holds: the default table (held rows, several CTAs each) serves there instead; a held
+    longest entry still serves every longer row."""
+    scaled = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
+    assert scaled.stream and scaled.keys == 131072
+    assert r.select_softmax("softmax_fwd", "scaled", "bf16", 40000) == scaled
+    longer = r.select_softmax("softmax_fwd", "scaled", "bf16", 131073)
+    assert longer.origin == "default" and not longer.stream and longer.max_cols == 16384
+    upper = r.select_softmax("softmax_fwd", "upper_triang", "bf16", 32768)
+    assert upper.stream
+    assert r.select_softmax("softmax_fwd", "upper_triang", "bf16", 40000).origin == "default"
+    held = r.select_softmax("softmax_fwd", "scaled", "fp32", 262144)
+    assert held.origin == "measured" and held.keys == 131072 and not held.stream
 
 
 def test_streaming_softmax_entries_validate():
