@@ -647,6 +647,16 @@ def test_emulated_forward(emu_dir, case):
     pf = "true" if prefetch else "false"
     vid = nv_softmax.VARIANT_IDS[variant]
     expr = f"softmax_fwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, {vid}, 1, {pf}>"
+    stats, barrier = _emu_buffers(grid, wm)
+    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, wm * wn * 32, (sq, heads, mb),
+                       (_ptr(stats), _ptr(barrier)))  # fmt: skip
+
+
+def _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, threads, dims, scratch):
+    """Run an emulated forward kernel on random rows (a fully masked row, mask bytes 7, NaN
+    canaries in the padding) and compare with the float64 reference."""
+    sq, heads, mb = dims
     rng = np.random.default_rng(rows * cols)
     x = (rng.standard_normal((rows, pitch)) * 3).astype(_EMU_NP[dtype])
     mask = None
@@ -657,15 +667,13 @@ def test_emulated_forward(emu_dir, case):
         mask[min(2, len(mask) - 1), : cols // 2] = 7  # nonzero means masked
     fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
     y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
-    stats, barrier = _emu_buffers(grid, wm)
-    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
     lib.run_fwd(
-        *(ctypes.c_int(v) for v in (grid[0], grid[1], wm * wn * 32)),
+        *(ctypes.c_int(v) for v in (grid[0], grid[1], threads)),
         _ptr(x), None if mask is None else _ptr(mask), _ptr(y),
         *(ctypes.c_int(v) for v in (rows, cols)),
         *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
         *(ctypes.c_int(v) for v in (sq, heads, mb)),
-        ctypes.c_float(0.37), _ptr(stats), _ptr(barrier),
+        ctypes.c_float(0.37), *scratch,
     )  # fmt: skip
     got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
     want, keep = ref.softmax_rows(
@@ -700,33 +708,9 @@ def test_emulated_stream_forward(emu_dir, case):
     vid = nv_softmax.VARIANT_IDS[variant]
     expr = f"softmax_fwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, {vid}, 1>"
     assert cols > wn * 32 * n * chunk or cols < sq, "a case of one chunk a row"
-    rng = np.random.default_rng(rows + cols)
-    x = (rng.standard_normal((rows, pitch)) * 3).astype(_EMU_NP[dtype])
-    mask = None
-    if variant == "masked":
-        mask = (rng.random((mb * sq, pitch)) < 0.3).astype(np.uint8)
-        mask[0, :cols] = 1
-        mask[0, cols:] = 0
-        mask[min(2, len(mask) - 1), : cols // 2] = 7
-    fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
-    y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
     lib = _emu_lib(emu_dir, expr, False)
-    lib.run_fwd(
-        *(ctypes.c_int(v) for v in (1, ctas, wn * 32)),
-        _ptr(x), None if mask is None else _ptr(mask), _ptr(y),
-        *(ctypes.c_int(v) for v in (rows, cols)),
-        *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
-        *(ctypes.c_int(v) for v in (sq, heads, mb)),
-        ctypes.c_float(0.37), None, None,
-    )  # fmt: skip
-    got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
-    want, keep = ref.softmax_rows(
-        x[:, :cols], variant, sq, 0.37, None if mask is None else mask[:, :cols], heads, mb
-    )
-    err = np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)
-    assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
-    assert np.all(got[~keep] == 0.0), "masked/excluded positions must be exactly 0"
-    assert np.all(y[:, cols:] == fill), "padding written"
+    _emu_check_forward(lib, dtype, variant, rows, cols, pitch, (1, ctas), wn * 32, (sq, heads, mb),
+                       (None, None))  # fmt: skip
 
 
 # (dtype, (warps_m, warps_n, num_elts, ldgs), rows, cols, pitch, grid, prefetch)

@@ -245,6 +245,23 @@ __device__ __forceinline__ float sum_x(Part part, int ctas) {
   return d;
 }
 
+// Columns [0, lim) of a row of query qi are kept (`lim` enters as cols, or 0 for a row past the
+// end); later ones are excluded (causal variants: j <= qi, aligned j <= qi + cols - sq).
+template <int VARIANT>
+__device__ __forceinline__ int row_limit(int qi, int lim, int cols, int sq) {
+  if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
+  if constexpr (VARIANT == 3) lim = min(lim, max(qi + (cols - sq) + 1, 0));
+  return lim;
+}
+
+// The masked variant's mask row of row `row` (query qi): (mask_batch == 1 ? 0 : batch) * sq + qi.
+__device__ __forceinline__ const unsigned char* mask_row(const unsigned char* mask, int row, int qi,
+                                                         int sq, int heads, int mask_batch,
+                                                         long long mask_stride) {
+  const int b = row / (heads * sq);
+  return mask + ((long long)(mask_batch == 1 ? 0 : b) * sq + qi) * mask_stride;
+}
+
 // One thread's slice of a forward row as loaded (storage type, mask bytes), and the row's
 // column limit: columns [0, lim) are read, later ones are excluded (causal) or past the end.
 template <typename T, int N, int LDGS, int VARIANT>
@@ -258,6 +275,8 @@ struct FwdSlice {
                                        int sq, int heads, int mask_batch, int col0, int col_step,
                                        const Tail& tail) {
     constexpr bool MASKED = VARIANT == 1;
+    // row_limit's and mask_row's rules, kept inline here: routed through them, 269 of the 360
+    // held forward kernels of the registry compiled to other SASS (NVRTC 13.5, sm_90; untimed)
     lim = row < rows ? cols : 0;
     const int qi = VARIANT == 0 ? 0 : row % sq;
     if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
@@ -644,16 +663,11 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   __shared__ int s_keep[WARPS_N];
 
   for (int row = blockIdx.y; row < rows; row += gridDim.y) {
-    int lim = cols;
     const int qi = VARIANT == 0 ? 0 : row % sq;
-    if constexpr (VARIANT == 2) lim = min(lim, qi + 1);
-    if constexpr (VARIANT == 3) lim = min(lim, max(qi + (cols - sq) + 1, 0));
+    const int lim = row_limit<VARIANT>(qi, cols, cols, sq);
     const T* xr = x + row * x_stride;
     const unsigned char* mr = mask;
-    if constexpr (MASKED) {
-      const int b = row / (heads * sq);
-      mr = mask + ((long long)(mask_batch == 1 ? 0 : b) * sq + qi) * mask_stride;
-    }
+    if constexpr (MASKED) mr = mask_row(mask, row, qi, sq, heads, mask_batch, mask_stride);
 
     // First pass: a chunk's scores, its maximum, then the thread's running sum rescaled to the
     // new maximum (exponents against 0 while nothing is kept, so no inf - inf).
