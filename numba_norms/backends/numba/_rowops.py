@@ -211,9 +211,9 @@ if not SIM:
                     ret = ir.LiteralStructType([_I32] * nwords) if nwords > 1 else _I32
                     cons = ",".join(["=r"] * nwords + ["l"])
                     val = _asm(builder, ret, [builder.ptrtoint(p, _I64)], text, cons, True)
-                    words = [builder.extract_value(val, q) for q in range(nwords)]
-                    if nwords == 1:
-                        words = [val]
+                    words = [val]  # one word: the asm's value is the word itself
+                    if nwords > 1:
+                        words = [builder.extract_value(val, q) for q in range(nwords)]
                 elif nbytes >= 8:
                     vt = ir.VectorType(_I32, nwords)
                     vec = builder.load(builder.bitcast(p, vt.as_pointer()), align=nbytes)
