@@ -40,7 +40,7 @@ __all__ = [
 
 # Every scratch region starts on this boundary so any vector access inside it is aligned.
 SCRATCH_ALIGN = 256
-# The kernels index columns with 32-bit ints: the longest row the streaming softmax forward
+# The kernels index columns with 32-bit ints: the longest row the streaming softmax kernels
 # serves leaves room for its column step (at most 2^17 columns a chunk) without overflow.
 STREAM_MAX_COLS = 2**31 - 2**20
 # Programmatic dependent launch (griddepcontrol: DeviceLimits.dependent_launch, the kernels'
@@ -444,8 +444,8 @@ class SoftmaxSpec(_RowSpec):
 
     @property
     def stream(self) -> bool:
-        """The streaming forward (``config.chunk``): ``ldgs`` vectors a thread at a time, one
-        CTA a row of any length."""
+        """A streaming kernel (``config.chunk``): ``ldgs`` vectors a thread at a time, each CTA
+        of a row streaming a contiguous part of any length."""
         return self.config.chunk > 0
 
     @property
@@ -467,7 +467,7 @@ class SoftmaxSpec(_RowSpec):
         c = self.config
         return (
             c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,
-            c.min_ctas_per_sm, c.prefetch, self.stream, self.multi_cta,
+            c.min_ctas_per_sm, c.prefetch, self.stream, c.reverse, self.multi_cta,
         )  # fmt: skip
 
 
@@ -478,14 +478,18 @@ def softmax_spec(
 
     Narrower vectors keep the columns a CTA covers (more vector accesses per thread); rows longer
     than ``max_cols`` get several CTAs, or one CTA with more registers where CTAs cannot wait
-    for each other. A streaming entry (``config.chunk``) takes one CTA a row at any length and
-    ``chunk`` vectors a thread a step, whatever the vector width.
+    for each other. A streaming entry (``config.chunk``) takes ``chunk`` vectors a thread a step,
+    whatever the vector width, and ``ceil(cols / max_cols)`` CTAs a row (each streams a
+    contiguous part of it), or one CTA a row of any length where CTAs cannot wait for each other.
     """
     if cols < 1:
         raise PlanError(f"key length must be >= 1, got {cols}")
     num_elts = min(config.num_elts, vec_elts)
     if config.chunk:
-        return SoftmaxSpec(config, num_elts, config.chunk, 1)
+        ctas_per_row = math.ceil(cols / config.max_cols)
+        if ctas_per_row > limits.max_ctas_per_row:
+            ctas_per_row = 1
+        return SoftmaxSpec(config, num_elts, config.chunk, ctas_per_row)
     lanes = config.warps_n * WARP_SIZE
     ctas_per_row = math.ceil(cols / config.max_cols)
     if ctas_per_row <= limits.max_ctas_per_row:

@@ -70,7 +70,7 @@ KINDS = ("tuned", "general")
 # looping over rows) or "rows" (one CTA a row group, the block scheduler refills the SMs; rows of
 # one CTA only; no norm backward: each of its CTAs writes one dgamma partial row).
 GRIDS = ("persistent", "rows")
-# Vectors a thread of the streaming softmax forward holds at a time (SoftmaxConfig.chunk): the
+# Vectors a thread of the streaming softmax kernels holds at a time (SoftmaxConfig.chunk): the
 # unrolled step; the run-164 prototype timed 2 and 4.
 MAX_STREAM_CHUNK = 8
 
@@ -970,12 +970,15 @@ class SoftmaxConfig:
     is the software pipeline: the next row is loaded before this row's reductions (the Numba
     backward builds without it).
 
-    ``chunk`` > 0 (forward block entries only) selects the streaming forward: one CTA a row
-    at any length, each thread holding ``chunk`` vectors at a time. It reads its slice twice,
-    first for the row's (max, sum) online, then to write y; the second read hits L2 while few
-    rows are in flight, so the row needs no registers to stay in and several CTAs share an SM
-    (H200 run 164, bf16 prototype: 86% of the copy ceiling at 32768 keys, 72% at 131072,
-    against the held-row kernel's 77 / 57% in the same process).
+    ``chunk`` > 0 (block entries only) selects the streaming kernel: one CTA a row at any
+    length, each thread holding ``chunk`` vectors at a time. It reads its slice twice: the
+    forward first for the row's (max, sum) online, then to write y; the backward (session 28)
+    first for ``sum(dy * y)``, then to write dx. The second read hits L2 while few rows are in
+    flight, so the row needs no registers to stay in and several CTAs share an SM (H200 run
+    164, bf16 forward prototype: 86% of the copy ceiling at 32768 keys, 72% at 131072, against
+    the held-row kernel's 77 / 57% in the same process). ``reverse`` (streaming entries only):
+    the second pass walks the slice from its last chunk back, so it first reads the lines the
+    first pass read last, the likeliest still in L2 when the rows in flight outgrow it.
     """
 
     op: str
@@ -991,6 +994,7 @@ class SoftmaxConfig:
     prefetch: bool = False
     grid: str = "persistent"
     chunk: int = 0
+    reverse: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in SOFTMAX_OPS:
@@ -1028,14 +1032,13 @@ class SoftmaxConfig:
             )
         if not 0 <= self.chunk <= MAX_STREAM_CHUNK:
             raise ValueError(f"chunk must be in [0, {MAX_STREAM_CHUNK}], got {self.chunk}")
-        if self.chunk and (
-            self.op != "softmax_fwd" or self.kind != "block" or self.prefetch
-            or self.grid != "persistent"
-        ):  # fmt: skip
+        if self.chunk and (self.kind != "block" or self.prefetch or self.grid != "persistent"):
             raise ValueError(
-                "chunk (the streaming forward) needs a softmax_fwd block entry without prefetch "
-                "on the persistent grid"
+                "chunk (the streaming kernels) needs a block entry without prefetch on the "
+                "persistent grid"
             )
+        if self.reverse and not self.chunk:
+            raise ValueError("reverse (the streaming second pass) needs chunk > 0")
 
     @property
     def threads(self) -> int:
@@ -1051,7 +1054,7 @@ class SoftmaxConfig:
 
     @property
     def stream(self) -> bool:
-        """The streaming forward (``chunk`` > 0): one CTA a row, the slice read twice."""
+        """A streaming kernel (``chunk`` > 0): one CTA a row, the slice read twice."""
         return self.chunk > 0
 
     @property
@@ -1098,6 +1101,7 @@ def _softmax_from_json(raw: dict) -> SoftmaxConfig:
         prefetch=bool(raw.get("prefetch", False)),
         grid=raw.get("grid", "persistent"),
         chunk=int(raw.get("chunk", 0)),
+        reverse=bool(raw.get("reverse", False)),
     )
 
 
@@ -1156,11 +1160,11 @@ def select_softmax(
     """The configuration for rows of ``cols`` keys.
 
     Measured entries (``measured``) serve rows longer than half the shortest key length the
-    sweep timed: the entry timed at the smallest length >= ``cols``, else the longest (with
-    several CTAs a row where its ``max_cols`` is shorter) unless that one streams (``chunk``):
-    a streaming entry's rows in flight grow with the row, so past its timed length its second
-    read would leave L2, and the default table serves instead. Otherwise the default table: the
-    entry with the smallest ``max_cols >= cols``, else the largest (several CTAs a row).
+    sweep timed: the entry timed at the smallest length >= ``cols``, else the longest, with
+    several CTAs a row where its ``max_cols`` is shorter (a streaming entry too: each CTA then
+    streams at most ``max_cols`` keys, so the rows in flight stay what its sweep timed).
+    Otherwise the default table: the entry with the smallest ``max_cols >= cols``, else the
+    largest (several CTAs a row).
     ``backend``: the backend that will run it (its own measured entries replace shared ones).
     """
     if op == "softmax_bwd":
@@ -1173,8 +1177,7 @@ def select_softmax(
             for cfg in tuned:
                 if cfg.keys >= cols:
                     return cfg
-            if not tuned[-1].stream:
-                return tuned[-1]
+            return tuned[-1]
     candidates = index.get((op, variant, dtype, "default"))
     if not candidates:
         raise UnsupportedError(

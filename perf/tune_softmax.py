@@ -11,9 +11,11 @@ register caps (``__launch_bounds__`` min CTAs per SM) and with the software pipe
 Every candidate's output is checked against an fp32 torch reference before it may win.
 ``--grids persistent rows`` times each shape whose row takes one CTA on both launch grids
 (``SoftmaxConfig.grid``); a winner on the grid of all rows carries ``"grid": "rows"``.
-``--stream`` times, instead of those stages, the streaming forward (``SoftmaxConfig.chunk``: one
-CTA a row that reads its slice twice) in every block shape, chunk and CTAs an SM of
-``STREAM_SHAPES``; a winner carries ``"chunk"``.
+``--stream`` times, instead of those stages, the streaming kernels (``SoftmaxConfig.chunk``:
+CTAs that read their part of a row twice; forward and backward) in every block shape, chunk and
+CTAs an SM of ``STREAM_SHAPES``, on 1, 2 or 4 CTAs a row past 32768 keys (``STREAM_CTAS``), the
+second pass walked forwards and back (``reverse``); a winner carries ``"chunk"`` (and
+``"reverse"``).
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
@@ -26,7 +28,7 @@ Numba backend's own entries).
 
     python3 perf/tune_softmax.py --out DIR [--ops softmax_fwd softmax_bwd masked_softmax_fwd]
         [--dtypes bf16 fp32] [--keys 512 ... 131072]
-    python3 perf/tune_softmax.py --out DIR --stream --ops softmax_fwd ... --keys 32768 131072
+    python3 perf/tune_softmax.py --out DIR --stream --ops softmax_fwd softmax_bwd ... --keys 32768
     python3 perf/tune_softmax.py --out DIR --from-csv RUN/tune.csv [RUN2/tune.csv ...]
     python3 perf/tune_softmax.py --out DIR --backend numba --refine RUN/tune.csv [...] --top 6
 """
@@ -65,7 +67,7 @@ from numba_norms.backends.nvrtc import softmax as nv_softmax
 OPS = ("softmax_fwd", "softmax_bwd", "masked_softmax_fwd", "upper_triang_softmax_fwd")
 KEYS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
 MIN_CTAS = (2, 3, 4)
-# The streaming forward's sweep: (warps a row, vectors a step, CTAs an SM). Run 164's prototype
+# The streaming kernels' sweep: (warps a row, vectors a step, CTAs an SM). Run 164's prototype
 # (bf16, 32768 / 131072 keys) was fastest at 8-16 warps with 3 CTAs an SM and 32 warps with one,
 # chunks of 2-4; the grid around it.
 STREAM_SHAPES = tuple(
@@ -75,6 +77,10 @@ STREAM_SHAPES = tuple(
     for m in (1, 2, 3, 4, 6, 8)
     if wn * 32 * m <= 2048
 )
+# CTAs a streaming row is cut into (contiguous parts) past 32768 keys: at 131072 keys one CTA
+# a row keeps 34-67 MB of rows in flight on 132 SMs, more than L2 holds for the second read
+# (run 172: the backward 0.91-0.96x of its held entry there).
+STREAM_CTAS = (1, 2, 4)
 VARIANTS = {"masked": "masked", "upper": "upper_triang", "aligned": "aligned_causal"}
 
 
@@ -109,16 +115,22 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
 
 
 def stream_candidates(op: str, variant: str, dtype: str, cols: int) -> list:
-    """The streaming forward in every shape of STREAM_SHAPES (forwards only)."""
-    if op != "softmax_fwd":
-        return []
+    """The streaming kernel of ``op`` in every shape of STREAM_SHAPES, the second pass walked
+    forwards and back, on one CTA a row and (past 32768 keys) each count of STREAM_CTAS."""
     vec = 16 // registry.itemsize(dtype)
     out = []
     for wn, chunk, m in STREAM_SHAPES:
         span = max(wn * 32 * vec, 1 << (cols - 1).bit_length())
-        out.append(
-            registry.SoftmaxConfig(op, "block", span, dtype, 1, wn, 16, variant, m, chunk=chunk)
-        )
+        for ctas in STREAM_CTAS if cols > 32768 else (1,):
+            if span // ctas < wn * 32 * vec:
+                continue
+            for reverse in (False, True):
+                out.append(
+                    registry.SoftmaxConfig(
+                        op, "block", span // ctas, dtype, 1, wn, 16, variant, m, chunk=chunk,
+                        reverse=reverse,
+                    )
+                )  # fmt: skip
     return out
 
 
@@ -141,6 +153,7 @@ def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry
         16 if r["kind"] == "block" else min(16, max_cols // 32 * size), variant,
         int(r["min_ctas_per_sm"]), prefetch=pipeline and bool(int(r.get("prefetch") or 0)),
         grid=r.get("row_grid") or "persistent", chunk=int(r.get("chunk") or 0),
+        reverse=bool(int(r.get("reverse") or 0)),
     )  # fmt: skip
 
 
@@ -165,6 +178,7 @@ def refine_candidates(rows: list[dict], op: str, variant: str, top: int, pipelin
     for r in sorted(rows, key=lambda r: float(r["median_us"])):
         shape = (r["kind"], int(r["max_cols"]), int(r["warps_m"]), int(r["warps_n"]))
         shape += (r.get("row_grid") or "persistent", int(r.get("chunk") or 0))
+        shape += (int(r.get("reverse") or 0),)
         if shape in shapes:
             continue
         shapes.add(shape)
@@ -233,6 +247,7 @@ def winners_from_csv(
                 prefetch=bool(int(w.get("prefetch") or 0)),
                 **({"grid": w["row_grid"]} if w.get("row_grid") == "rows" else {}),
                 **({"chunk": int(w["chunk"])} if int(w.get("chunk") or 0) else {}),
+                **({"reverse": True} if int(w.get("reverse") or 0) else {}),
                 rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
                 baseline_gbs=float(base["gbs"]) if base else None, run=source[bop, dtype, cols],
             )
@@ -274,7 +289,8 @@ def run(args) -> int:
     t_end = time.monotonic() + args.time_budget
     fields = [
         "op", "dtype", "rows", "cols", "label", "kind", "max_cols", "ctas_per_row", "warps_m",
-        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "chunk", "elts_per_thread", "regs",
+        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "chunk", "reverse",
+        "elts_per_thread", "regs",
         "occupancy", "grid",
         "median_us", "p20_us", "p80_us", "gbs", "pct_ceiling", "vs_baseline", "check",
     ]  # fmt: skip
@@ -300,6 +316,7 @@ def run(args) -> int:
                 kind=cfg.kind, max_cols=cfg.max_cols, ctas_per_row=plan.ctas_per_row,
                 warps_m=cfg.warps_m, warps_n=cfg.warps_n, min_ctas_per_sm=cfg.min_ctas_per_sm,
                 prefetch=int(cfg.prefetch), row_grid=cfg.grid, chunk=cfg.chunk,
+                reverse=int(cfg.reverse),
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts, regs=k.num_regs,
                 occupancy=k.occupancy(plan.spec.threads, 0),
                 grid="x".join(map(str, plan.grid)), median_us=round(t.median_us, 2),
@@ -395,7 +412,9 @@ def run(args) -> int:
                     f"({base_cfg.kind} {base_cfg.max_cols} {base_cfg.warps_m}x{base_cfg.warps_n})"
                     f" best {brow['gbs']:7.1f} ({best.kind} {best.max_cols} cpr"
                     f"{brow['ctas_per_row']} {best.warps_m}x{best.warps_n} "
-                    f"min{best.min_ctas_per_sm}{'/rows' if best.grid == 'rows' else ''}, "
+                    f"min{best.min_ctas_per_sm}{'/rows' if best.grid == 'rows' else ''}"
+                    f"{f' chunk{best.chunk}' if best.chunk else ''}"
+                    f"{' rev' if best.reverse else ''}, "
                     f"{brow['regs']} regs) "
                     f"x{base_us / best_us if base_us else 0:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
@@ -463,7 +482,7 @@ def main() -> int:
     p.add_argument(
         "--stream",
         action="store_true",
-        help="time the streaming forward (SoftmaxConfig.chunk) in STREAM_SHAPES instead",
+        help="time the streaming kernels (SoftmaxConfig.chunk) in STREAM_SHAPES instead",
     )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")

@@ -299,13 +299,14 @@ def test_block_kernel_cross_warp_reductions(variant):
     assert_close(dx, dexp, "fp32", scale=4, what="dx")
 
 
-# The streaming forward (SoftmaxConfig.chunk): (variant, dtype, (warps_n, chunk), (b, h, sq),
-# sk, pitch); every case runs several chunks a row or rows keeping nothing.
+# The streaming forward (SoftmaxConfig.chunk): (variant, dtype, (warps_n, chunk, reverse),
+# (b, h, sq), sk, pitch); every case runs several chunks a row or rows keeping nothing.
 _STREAM_SIM = [
-    ("scaled", "bf16", (1, 2), (1, 2, 3), 601, 608),  # partial last vector
-    ("masked", "fp16", (2, 2), (2, 1, 3), 1100, 1104),  # cross-warp merge, fully masked row
-    ("upper_triang", "fp32", (1, 3), (1, 1, 5), 450, None),
-    ("aligned_causal", "bf16", (2, 2), (1, 1, 12), 9, None),  # sk < sq: rows keeping nothing
+    ("scaled", "bf16", (1, 2, False), (1, 2, 3), 601, 608),  # partial last vector
+    ("scaled", "fp16", (1, 2, True), (1, 2, 3), 601, 608),  # the same walked back
+    ("masked", "fp16", (2, 2, False), (2, 1, 3), 1100, 1104),  # cross-warp merge, masked row
+    ("upper_triang", "fp32", (1, 3, True), (1, 1, 5), 450, None),
+    ("aligned_causal", "bf16", (2, 2, False), (1, 1, 12), 9, None),  # rows keeping nothing
 ]
 
 
@@ -313,18 +314,46 @@ _STREAM_SIM = [
 @pytest.mark.parametrize("variant, dtype, shape, bhq, sk, pitch", _STREAM_SIM)
 def test_stream_forward(variant, dtype, shape, bhq, sk, pitch):
     """The streaming forward against the reference: online (max, sum) over several chunks a
-    thread, the CTA's merge, the second read; one CTA a row on a grid of fewer CTAs."""
-    wn, chunk = shape
+    thread, the CTA's merge, the second read (forwards or from the last chunk back); one CTA a
+    row on a grid of fewer CTAs."""
+    wn, chunk, reverse = shape
     vec = 16 // registry.itemsize(dtype)
     cfg = registry.SoftmaxConfig(
-        "softmax_fwd", "block", wn * 32 * vec, dtype, 1, wn, 16, variant, 1, chunk=chunk
-    )
+        "softmax_fwd", "block", wn * 32 * vec, dtype, 1, wn, 16, variant, 1, chunk=chunk,
+        reverse=reverse,
+    )  # fmt: skip
     b, h, sq = bhq
     x4, y, expected, _, plan = run_forward(
         variant, dtype, b, h, sq, sk, pitch=pitch, cfg=cfg, full_mask_rows=(1,), seed=3
     )
     assert plan.spec.stream and plan.ctas_per_row == 1 and plan.ctas_per_col < b * h * sq
     assert_close(y, expected, dtype, what=f"{variant} y (stream)")
+
+
+# The streaming backward: (dtype, (warps_n, chunk, reverse), rows, sk, pitch); several chunks a
+# row, threads whose last chunk is partial or empty.
+_STREAM_BWD_SIM = [
+    ("bf16", (1, 2, False), 5, 601, 608),  # partial last vector
+    ("fp16", (2, 2, True), 4, 1100, 1104),  # cross-warp sum, walked back
+    ("fp32", (1, 3, True), 3, 450, None),
+    ("fp32", (2, 1, False), 3, 70, None),  # one chunk, most threads past the row
+]
+
+
+@sim_only
+@pytest.mark.parametrize("dtype, shape, rows, sk, pitch", _STREAM_BWD_SIM)
+def test_stream_backward(dtype, shape, rows, sk, pitch):
+    """The streaming backward against the reference: sum(dy * y) over several chunks a thread,
+    the CTA's sum by row parity, the second read; one CTA a row on a grid of fewer CTAs."""
+    wn, chunk, reverse = shape
+    vec = 16 // registry.itemsize(dtype)
+    cfg = registry.SoftmaxConfig(
+        "softmax_bwd", "block", wn * 32 * vec, dtype, 1, wn, 16, "scaled", 1, chunk=chunk,
+        reverse=reverse,
+    )  # fmt: skip
+    dx, expected, plan = run_backward(dtype, rows, sk, pitch=pitch, cfg=cfg)
+    assert plan.spec.stream and plan.ctas_per_row == 1 and plan.ctas_per_col < rows
+    assert_close(dx, expected, dtype, scale=4, what="dx (stream)")
 
 
 def test_spill_fallbacks():
@@ -429,6 +458,38 @@ def test_ptx_of_stream_forward(variant):
 
 
 @ptx_only
+@pytest.mark.parametrize("reverse", [False, True])
+def test_ptx_of_stream_backward(reverse):
+    """The streaming backward: registers only; the first pass loads dy and y plainly, the
+    second read and the stores of dx are evict-first (.cs), one 16-byte access a vector; the
+    reversed walk adds no memory access."""
+    cfg = registry.SoftmaxConfig(
+        "softmax_bwd", "block", 32768, "bf16", 1, 16, 16, "scaled", 2, 32768, chunk=2,
+        reverse=reverse,
+    )  # fmt: skip
+    ptx = _ptx(planner.softmax_spec(cfg, 32768, 8, H200))
+    assert ".local" not in ptx
+    assert len(re.findall(r"ld\.global\.v4\.u32", ptx)) == 4
+    assert len(re.findall(r"ld\.global\.cs\.v4\.u32", ptx)) == 4
+    assert len(re.findall(r"st\.global\.cs\.v4\.u32", ptx)) == 2
+    assert "st.global.v4" not in ptx
+
+
+@ptx_only
+@pytest.mark.parametrize("op", ["softmax_fwd", "softmax_bwd"])
+@pytest.mark.parametrize("dtype, vec", [("fp32", 1), ("bf16", 2), ("fp16", 4), ("fp32", 2)])
+def test_ptx_of_narrow_stream_vectors(op, dtype, vec):
+    """The streaming kernels on rows whose alignment allows 4- or 8-byte vectors only (an odd
+    pitch): the evict-first accesses take that width (one word: no vector suffix)."""
+    cfg = registry.SoftmaxConfig(op, "block", 4096, dtype, 1, 8, 16, "scaled", 2, 4096, chunk=2)
+    ptx = _ptx(planner.softmax_spec(cfg, 4097, vec, H200))
+    nbytes = vec * registry.itemsize(dtype)
+    width = ".u32" if nbytes == 4 else ".v2.u32"
+    assert ".local" not in ptx
+    assert f"ld.global.cs{width}" in ptx and f"st.global.cs{width}" in ptx
+
+
+@ptx_only
 def test_ptx_of_bf16_1024_forward():
     """The design's fast path: registers only, 16-byte accesses, shuffles, packed converts
     (the default table's warp entry: one warp a row, 32 elements a thread)."""
@@ -484,6 +545,25 @@ def test_ptx_parameters_match_the_launcher_layouts():
 
     assert_entry_layouts(_ptx(_spec("softmax_fwd", "masked", "bf16", 1024)), SOFTMAX_FWD_PARAMS)
     assert_entry_layouts(_ptx(_spec("softmax_bwd", "scaled", "fp16", 2048)), SOFTMAX_BWD_PARAMS)
+
+
+@ptx_only
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("op", ["softmax_fwd", "softmax_bwd"])
+def test_ptx_multi_cta_stream_kernels(op, arch):
+    """Streaming rows of several CTAs (a contiguous part each) exchange as the held kernels do:
+    the cluster barrier from sm_90 (the forward's pairs in distributed shared memory, the
+    backward's through `stats`), the counter otherwise; still no local memory."""
+    cfg = registry.SoftmaxConfig(op, "block", 32768, "bf16", 1, 16, 16, "scaled", 1, chunk=2)
+    spec = planner.softmax_spec(cfg, 131072, 8, H200)
+    assert spec.ctas_per_row == 4 and spec.multi_cta
+    sm = _sm()
+    ptx = (sm.compile_backward if spec.config.is_backward else sm.compile_forward)(spec, arch)
+    want = arch == "sm_90"
+    assert ("barrier.cluster.wait.acquire.aligned" in ptx) is want
+    assert ("st.shared::cluster.v2.f32" in ptx) is (want and op == "softmax_fwd")
+    assert re.search(r"atom\.global(\.\w+)*\.add", ptx) and ".local" not in ptx
+    assert len(re.findall(r"ld\.global\.cs\.v4\.u32", ptx)) == 2 * (1 + cfg.is_backward)
 
 
 @ptx_only

@@ -179,35 +179,51 @@ def test_kernel_names():
     assert nv_softmax.kernel_name(causal) == "softmax_fwd<nn::fp16, 1, 16, 8, 4, 3, 1, false>"
 
 
+_STREAM_OPS = [("softmax_fwd", v) for v in ("scaled", "masked", "upper_triang", "aligned_causal")]
+_STREAM_OPS.append(("softmax_bwd", "scaled"))
+# (dtype, warps_n, chunk, min CTAs an SM, reverse)
+_STREAM_SHAPES = [("bf16", 16, 2, 3, False), ("fp16", 32, 4, 1, True), ("fp32", 8, 4, 6, False)]
 STREAM_SPECS = [
     softmax_spec(
-        SoftmaxConfig("softmax_fwd", "block", 32768, dtype, 1, wn, 16, variant, m, chunk=chunk),
+        SoftmaxConfig(op, "block", 32768, dtype, 1, wn, 16, variant, m, chunk=chunk, reverse=rev),
         cols,
         vec,
         H200,
     )
-    for dtype, wn, chunk, m in (("bf16", 16, 2, 3), ("fp16", 32, 4, 1), ("fp32", 8, 4, 6))
-    for variant in ("scaled", "masked", "upper_triang", "aligned_causal")
-    for cols, vec in ((131072, 16 // (4 if dtype == "fp32" else 2)), (32771, 1))
+    for dtype, wn, chunk, m, rev in _STREAM_SHAPES
+    for op, variant in _STREAM_OPS
+    for cols, vec in ((131072, 16 // (4 if dtype == "fp32" else 2)), (32771, 1), (20000, 2))
 ]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("spec", STREAM_SPECS, ids=_spec_id)
 def test_compile_stream_specs(spec, arch):
-    """The streaming forward in every dtype and variant, full-width and scalar vectors: it
-    holds a chunk, not the row, so no local memory at all."""
-    assert spec.stream and spec.ctas_per_row == 1
+    """The streaming forward in every dtype and variant and the streaming backward, full-width
+    and narrower vectors, one CTA a row and several (the exchange compiled in), walking the
+    second pass either way: they hold a chunk, not the row, so no local memory at all."""
+    assert spec.stream and {s.multi_cta for s in STREAM_SPECS} == {False, True}
+    c = spec.config
     name = nv_softmax.kernel_name(spec)
-    assert name.startswith("softmax_fwd_stream<") and name.endswith(
-        f", {spec.ldgs}, {nv_softmax.VARIANT_IDS[spec.config.variant]}, "
-        f"{spec.config.min_ctas_per_sm}>"
+    rev = "true" if c.reverse else "false"
+    if c.is_backward:
+        assert name == (
+            f"softmax_bwd_stream<{nv_softmax.C_TYPES[c.dtype]}, {c.warps_n}, {spec.num_elts}, "
+            f"{spec.ldgs}, {c.min_ctas_per_sm}, {rev}>"
+        )
+    else:
+        assert name.startswith("softmax_fwd_stream<") and name.endswith(
+            f", {spec.ldgs}, {nv_softmax.VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {rev}>"
+        )
+    mod = (nv_softmax.compile_backward if c.is_backward else nv_softmax.compile_forward)(
+        spec, arch=arch
     )
-    mod = nv_softmax.compile_forward(spec, arch=arch)
     assert name in mod.symbols
     info = _nv_info(mod.cubin)
     frame = info.get(_EIATTR_FRAME_SIZE, [0])[0]
     limit = 0 if spec.config.min_ctas_per_sm < 6 else 64  # 6 CTAs of 256: 40 registers
+    if spec.multi_cta:  # the exchange across CTAs under these register caps: up to 112 B
+        limit += 128
     assert frame <= limit, f"{frame} bytes of local memory in {_spec_id(spec)}"
 
 
@@ -685,15 +701,21 @@ def _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, threads, di
     assert np.all(y[:, cols:] == fill), "padding written"
 
 
-# The streaming forward (SoftmaxConfig.chunk): (dtype, (warps_n, num_elts, chunk), variant,
-# rows, cols, pitch, CTAs, sq, heads, mask_batch); every case runs several chunks a row.
+# The streaming forward (SoftmaxConfig.chunk): (dtype, (warps_n, num_elts, chunk, reverse),
+# variant, rows, cols, pitch, CTAs, sq, heads, mask_batch); every case runs several chunks a row.
 _EMU_STREAM = [
-    ("bf16", (1, 8, 2), "scaled", 5, 1100, 1104, 2, 5, 1, 1),  # partial last vector
-    ("fp16", (2, 8, 2), "masked", 12, 2050, 2056, 3, 3, 2, 2),  # a fully masked row
-    ("fp32", (2, 4, 3), "upper_triang", 9, 900, 900, 2, 9, 1, 1),  # chunks past the limit
-    ("bf16", (1, 2, 4), "aligned_causal", 10, 300, 300, 3, 10, 1, 1),
-    ("bf16", (2, 8, 2), "aligned_causal", 14, 7, 8, 4, 14, 1, 1),  # sk < sq: empty rows
-    ("fp32", (1, 1, 2), "masked", 4, 75, 75, 2, 2, 2, 1),  # scalar vectors
+    ("bf16", (1, 8, 2, 0), "scaled", 5, 1100, 1104, 2, 5, 1, 1),  # partial last vector
+    ("bf16", (1, 8, 2, 1), "scaled", 5, 1100, 1104, 2, 5, 1, 1),  # the same walked back
+    ("fp16", (2, 8, 2, 0), "masked", 12, 2050, 2056, 3, 3, 2, 2),  # a fully masked row
+    ("fp32", (2, 4, 3, 1), "upper_triang", 9, 900, 900, 2, 9, 1, 1),  # chunks past the limit
+    ("bf16", (1, 2, 4, 0), "aligned_causal", 10, 300, 300, 3, 10, 1, 1),
+    ("bf16", (2, 8, 2, 1), "aligned_causal", 14, 7, 8, 4, 14, 1, 1),  # sk < sq: empty rows
+    ("fp32", (1, 1, 2, 0), "masked", 4, 75, 75, 2, 2, 2, 1),  # scalar vectors
+    # rows of several CTAs (contiguous parts, (max, sum) pairs through stats and the counter)
+    ("bf16", (1, 8, 2, 0), "scaled", 5, 1700, 1704, (3, 2), 5, 1, 1),
+    ("fp16", (1, 8, 2, 1), "masked", 6, 2050, 2056, (2, 2), 3, 2, 2),  # a fully masked row
+    ("fp32", (1, 4, 2, 0), "aligned_causal", 9, 1700, 1700, (3, 2), 1705, 1, 1),  # empty parts
+    ("bf16", (1, 8, 1, 0), "upper_triang", 7, 12, 16, (3, 2), 7, 1, 1),  # a CTA without columns
 ]
 
 
@@ -701,16 +723,22 @@ _EMU_STREAM = [
 @pytest.mark.parametrize(
     "case",
     _EMU_STREAM,
-    ids=lambda c: f"{c[2]}-{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}x{c[4]}p{c[5]}-g{c[6]}",
+    ids=lambda c: f"{c[2]}-{c[0]}-{'x'.join(map(str, c[1]))}-{c[3]}x{c[4]}p{c[5]}-g{c[6]}".replace(
+        " ", ""
+    ),
 )
 def test_emulated_stream_forward(emu_dir, case):
-    dtype, (wn, n, chunk), variant, rows, cols, pitch, ctas, sq, heads, mb = case
+    dtype, (wn, n, chunk, rev), variant, rows, cols, pitch, ctas, sq, heads, mb = case
+    grid = ctas if isinstance(ctas, tuple) else (1, ctas)  # (CTAs a row, row groups)
     vid = nv_softmax.VARIANT_IDS[variant]
-    expr = f"softmax_fwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, {vid}, 1>"
-    assert cols > wn * 32 * n * chunk or cols < sq, "a case of one chunk a row"
-    lib = _emu_lib(emu_dir, expr, False)
-    _emu_check_forward(lib, dtype, variant, rows, cols, pitch, (1, ctas), wn * 32, (sq, heads, mb),
-                       (None, None))  # fmt: skip
+    rv = "true" if rev else "false"
+    expr = f"softmax_fwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, {vid}, 1, {rv}>"
+    tiny = cols < sq or cols <= 2 * grid[0] * n  # rows keeping nothing, CTAs without columns
+    assert cols > grid[0] * wn * 32 * n * chunk or tiny, "a case of one chunk a part"
+    stats, barrier = _emu_buffers(grid, 1)
+    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, wn * 32, (sq, heads, mb),
+                       (_ptr(stats), _ptr(barrier)))  # fmt: skip
 
 
 # (dtype, (warps_m, warps_n, num_elts, ldgs), rows, cols, pitch, grid, prefetch)
@@ -736,19 +764,58 @@ def test_emulated_backward(emu_dir, case):
     dtype, (wm, wn, n, ldgs), rows, cols, pitch, grid, prefetch = case
     pf = "true" if prefetch else "false"
     expr = f"softmax_bwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, 1, {pf}>"
+    stats, barrier = _emu_buffers(grid, wm)
+    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    _emu_check_backward(lib, dtype, rows, cols, pitch, grid, wm * wn * 32,
+                        (_ptr(stats), _ptr(barrier)))  # fmt: skip
+
+
+# The streaming backward: (dtype, (warps_n, num_elts, chunk, reverse), rows, cols, pitch, CTAs);
+# several chunks a row.
+_EMU_BWD_STREAM = [
+    ("bf16", (1, 8, 2, 0), 5, 1100, 1104, 2),  # partial last vector
+    ("fp16", (2, 8, 2, 1), 7, 2050, 2056, 3),  # cross-warp sum by row parity, walked back
+    ("fp32", (2, 4, 3, 1), 9, 900, 900, 2),
+    ("bf16", (1, 1, 3, 0), 4, 250, 250, 2),  # scalar vectors
+    ("fp32", (2, 4, 2, 1), 3, 7, 8, 2),  # most threads past the row
+    ("bf16", (1, 8, 2, 0), 5, 1700, 1704, (3, 2)),  # rows of 3 CTAs, sums through the counter
+    ("fp32", (1, 4, 1, 1), 4, 9, 12, (4, 2)),  # CTAs without columns
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "case",
+    _EMU_BWD_STREAM,
+    ids=lambda c: f"{c[0]}-{'x'.join(map(str, c[1]))}-{c[2]}x{c[3]}p{c[4]}-g{c[5]}".replace(
+        " ", ""
+    ),
+)
+def test_emulated_stream_backward(emu_dir, case):
+    dtype, (wn, n, chunk, rev), rows, cols, pitch, ctas = case
+    grid = ctas if isinstance(ctas, tuple) else (1, ctas)  # (CTAs a row, row groups)
+    rv = "true" if rev else "false"
+    expr = f"softmax_bwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, 1, {rv}>"
+    assert cols > grid[0] * wn * 32 * n * chunk or cols < wn * 32 * n, "one chunk a part"
+    stats, barrier = _emu_buffers(grid, 1)
+    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    _emu_check_backward(lib, dtype, rows, cols, pitch, grid, wn * 32, (_ptr(stats), _ptr(barrier)))
+
+
+def _emu_check_backward(lib, dtype, rows, cols, pitch, grid, threads, scratch):
+    """Run an emulated backward kernel on random rows (zeros in the padding) and compare with
+    the float64 reference."""
     rng = np.random.default_rng(cols)
     p = rng.random((rows, pitch)) ** 4
     p /= p[:, :cols].sum(1, keepdims=True)
     yv = p.astype(_EMU_NP[dtype])
     dy = rng.standard_normal((rows, pitch)).astype(_EMU_NP[dtype])
     dx = np.zeros((rows, pitch), _EMU_BITS[dtype])
-    stats, barrier = _emu_buffers(grid, wm)
-    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
     lib.run_bwd(
-        *(ctypes.c_int(v) for v in (grid[0], grid[1], wm * wn * 32)),
+        *(ctypes.c_int(v) for v in (grid[0], grid[1], threads)),
         _ptr(dy), _ptr(yv), _ptr(dx), *(ctypes.c_int(v) for v in (rows, cols)),
         *(ctypes.c_longlong(v) for v in (pitch, pitch, pitch)),
-        ctypes.c_float(0.37), _ptr(stats), _ptr(barrier),
+        ctypes.c_float(0.37), *scratch,
     )  # fmt: skip
     y64, dy64 = yv[:, :cols].astype(np.float64), dy[:, :cols].astype(np.float64)
     want = 0.37 * y64 * (dy64 - (dy64 * y64).sum(1, keepdims=True))

@@ -124,6 +124,38 @@ def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
     assert ts.config_of(row, "softmax_fwd", "scaled") == dataclasses.replace(cfg, keys=0)
 
 
+def test_tune_softmax_stream_candidates_and_winners(monkeypatch, tmp_path):
+    """``tune_softmax.py --stream``: every STREAM_SHAPES shape for the forward and the backward,
+    the second pass walked both ways; a reversed streaming winner reads back as timed."""
+    monkeypatch.syspath_prepend(str(ROOT / "perf"))
+    ts = importlib.import_module("tune_softmax")
+    from numba_norms import registry
+
+    for op in ("softmax_fwd", "softmax_bwd"):
+        cfgs = ts.stream_candidates(op, "scaled", "bf16", 32768)
+        assert len(set(cfgs)) == len(cfgs) == 2 * len(ts.STREAM_SHAPES)
+        assert all(c.stream and c.op == op and c.max_cols == 32768 for c in cfgs)
+        assert sum(c.reverse for c in cfgs) == len(ts.STREAM_SHAPES)
+        long = ts.stream_candidates(op, "scaled", "bf16", 131072)  # 1, 2 or 4 CTAs a row
+        assert len(set(long)) == len(long) == 3 * len(cfgs)
+        assert {c.max_cols for c in long} == {131072, 65536, 32768}
+    head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
+    head += "row_grid,chunk,reverse,gbs,pct_ceiling,check\n"
+    body = [
+        "softmax_bwd,bf16,4096,32768,baseline,block,16384,1,16,1,1,persistent,0,0,3600,85,ok",
+        "softmax_bwd,bf16,4096,32768,stream,block,32768,1,16,2,0,persistent,2,1,3800,90,ok",
+        "softmax_bwd,bf16,4096,32768,stream,block,32768,1,16,2,0,persistent,2,0,3700,88,ok",
+    ]
+    csv_path = tmp_path / "tune.csv"
+    csv_path.write_text(head + "\n".join(body) + "\n")
+    (win,) = ts.winners_from_csv([str(csv_path)], "runX")
+    assert (win["chunk"], win["reverse"], win["gbs"]) == (2, True, 3800)
+    cfg = registry._softmax_from_json(win)
+    assert cfg.stream and cfg.reverse and cfg.is_backward and cfg.keys == 32768
+    row = dict(zip(head.strip().split(","), body[1].split(",")))
+    assert ts.config_of(row, "softmax_bwd", "scaled") == dataclasses.replace(cfg, keys=0)
+
+
 def test_tune_norms_fold_candidates(monkeypatch, tmp_path):
     """``tune_norms.py --fold``: folded copies only of one-CTA tuned RMSNorm forwards ("only"
     drops the shapes that cannot fold), and a refined row keeps its fold (the GPU image has

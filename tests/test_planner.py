@@ -288,21 +288,34 @@ def test_softmax_grid_of_rows():
 
 
 def test_streaming_softmax_plans():
-    """A streaming entry (``chunk``): one CTA a row at any length, ``chunk`` vectors a step, the
-    grid capped at ``min_ctas_per_sm`` CTAs an SM however many fit; its own kernel key."""
+    """A streaming entry (``chunk``): ``chunk`` vectors a step, ``ceil(cols / max_cols)`` CTAs a
+    row (each streams a contiguous part; a cluster up to 8), the grid capped at
+    ``min_ctas_per_sm`` CTAs an SM however many fit; its own kernel key."""
     cfg = r.SoftmaxConfig("softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=3, chunk=2)
-    for cols, vec in ((131072, 8), (32768, 8), (1000, 4), (5, 1)):
+    for cols, vec, ctas in ((131072, 8, 4), (32768, 8, 1), (32769, 4, 2), (1000, 4, 1), (5, 1, 1)):
         spec = p.softmax_spec(cfg, cols, vec, H200)
-        assert spec.stream and (spec.ctas_per_row, spec.ldgs, spec.num_elts) == (1, 2, vec)
-        assert spec.cols_per_row_pass >= cols and not spec.multi_cta
-    spec = p.softmax_spec(cfg, 131072, 8, H200)
-    plan = p.softmax_plan(spec, 4096, 131072, H200, 4)  # 4 fit an SM, the entry asks for 3
+        assert spec.stream and (spec.ctas_per_row, spec.ldgs, spec.num_elts) == (ctas, 2, vec)
+        assert spec.cols_per_row_pass >= cols and spec.multi_cta == (ctas > 1)
+    one = p.softmax_spec(dataclasses.replace(cfg, max_cols=131072), 131072, 8, H200)
+    assert one.ctas_per_row == 1 and not one.multi_cta
+    plan = p.softmax_plan(one, 4096, 131072, H200, 4)  # 4 fit an SM, the entry asks for 3
     assert plan.grid == (1, 396, 1) and plan.block == (512, 1, 1)
     assert plan.scratch_bytes == 0 and not plan.cooperative and plan.cluster == 1
-    assert p.softmax_plan(spec, 4096, 131072, H200, 2).grid == (1, 264, 1)  # 2 fit
-    assert p.softmax_plan(spec, 100, 131072, H200, 4).grid == (1, 100, 1)  # the rows
+    assert p.softmax_plan(one, 4096, 131072, H200, 2).grid == (1, 264, 1)  # 2 fit
+    assert p.softmax_plan(one, 100, 131072, H200, 4).grid == (1, 100, 1)  # the rows
     with pytest.raises(p.PlanError, match="exceed"):  # the column step would overflow int32
-        p.softmax_plan(spec, 1, p.STREAM_MAX_COLS + 1, H200, 4)
+        p.softmax_plan(one, 1, p.STREAM_MAX_COLS + 1, H200, 4)
+    spec = p.softmax_spec(cfg, 131072, 8, H200)
+    four = p.softmax_plan(spec, 4096, 131072, H200, 4)  # 396 CTAs fit: 99 groups of 4
+    assert four.grid == (4, 99, 1) and four.stats_bytes > 0 and four.barrier_bytes > 0
+    clustered = dataclasses.replace(H200, clusters=True)
+    assert p.softmax_plan(spec, 4096, 131072, clustered, 4, 90).cluster == 4
+    sim = p.softmax_spec(cfg, 131072, 8, p.DeviceLimits.simulator())
+    assert sim.ctas_per_row == 1  # CTAs that cannot wait for each other: one a row
+    rev = p.softmax_spec(dataclasses.replace(cfg, reverse=True), 131072, 8, H200)
+    assert rev.kernel_key != spec.kernel_key  # the second pass's walk is compiled in
+    bwd = p.softmax_spec(dataclasses.replace(cfg, op="softmax_bwd"), 131072, 8, H200)
+    assert bwd.stream and bwd.ctas_per_row == 4 and bwd.ctas_per_sm_cap == 3
     held = p.softmax_spec(dataclasses.replace(cfg, chunk=0), 131072, 8, H200)
     assert held.ctas_per_row == 4 and held.kernel_key != spec.kernel_key
     assert held.ctas_per_sm_cap is None
@@ -311,20 +324,21 @@ def test_streaming_softmax_plans():
 
 def test_measured_softmax_plans():
     """A measured entry timed at 131072 keys with 32768 a CTA: four CTAs a row there, two at
-    40000 keys; its register cap is part of the kernel key."""
-    cfg = r.select_softmax("softmax_fwd", "scaled", "fp32", 131072)
-    assert (cfg.keys, cfg.max_cols) == (131072, 32768)
+    40000 keys, held or streaming; its register cap is part of the kernel key."""
+    cfg = r.select_softmax("softmax_fwd", "masked", "fp32", 131072)
+    assert (cfg.keys, cfg.max_cols, cfg.chunk) == (131072, 32768, 0)
     spec = p.softmax_spec(cfg, 131072, 4, H200)
     assert spec.ctas_per_row == 4 and spec.cols_per_row_pass == 131072
     assert p.softmax_spec(cfg, 40000, 4, H200).ctas_per_row == 2
-    eight = r.select_softmax("softmax_fwd", "masked", "bf16", 131072)  # 16384 a CTA
-    assert (eight.max_cols, p.softmax_spec(eight, 131072, 8, H200).ctas_per_row) == (16384, 8)
+    parts = r.select_softmax("softmax_fwd", "masked", "bf16", 131072)  # run 175: 4 parts a row
+    assert parts.chunk and parts.max_cols == 32768
+    assert p.softmax_spec(parts, 131072, 8, H200).ctas_per_row == 4
     stream = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)  # run 166: one CTA a row
     assert stream.chunk and p.softmax_spec(stream, 131072, 8, H200).ctas_per_row == 1
     capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 16384)
     assert capped.min_ctas_per_sm == 2
     cspec = p.softmax_spec(capped, 16384, 8, H200)
-    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-4:] == (2, False, False, False)
+    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-5:] == (2, False, False, False, False)
     assert (
         cspec.kernel_key
         != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 16384, 8, H200).kernel_key

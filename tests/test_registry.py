@@ -8,6 +8,7 @@ from importlib import resources
 
 import pytest
 
+from numba_norms import planner
 from numba_norms import registry as r
 
 BF16 = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
@@ -211,8 +212,7 @@ def test_softmax_selection():
 
 def test_measured_softmax_selection():
     """Measured entries serve rows from half the shortest timed length up, each the entry
-    timed at the next length at or above; past the longest, that one with several CTAs (a
-    streaming longest entry: the default table)."""
+    timed at the next length at or above; past the longest, that one with several CTAs."""
     measured = r.measured_softmax_configs()
     keys = sorted({c.keys for c in measured})
     assert keys[0] == 512 and keys[-1] == 131072
@@ -233,8 +233,6 @@ def test_measured_softmax_selection():
             for cols in (257, 1000, 4096, 4097, 20000, 200000):
                 got = r.select_softmax(op, variant, dtype, cols)
                 want = next((c for c in mine if c.keys >= cols), mine[-1])
-                if want.stream and cols > want.keys:
-                    want = r.select_softmax(op, variant, dtype, cols, measured=False)
                 assert got == want, (op, variant, dtype, cols)
                 assert cols <= got.max_cols or got.kind == "block"
     # the aligned causal forward shares the upper-triangular entries
@@ -258,45 +256,50 @@ def test_softmax_entries_validate():
         r.SoftmaxConfig("softmax_fwd", "block", 8192, "bf16", 1, 8, grid="all")
 
 
-def test_streaming_entries_serve_up_to_their_timed_length():
-    """Past the longest timed length a streaming entry would keep more rows in flight than L2
-    holds: the default table (held rows, several CTAs each) serves there instead; a held
-    longest entry still serves every longer row."""
+def test_streaming_entries_serve_longer_rows_on_more_ctas():
+    """Past its timed length a streaming entry serves on more CTAs a row, each streaming at most
+    its ``max_cols`` keys (run 175's entries: 2-4 CTAs at 131072), so the rows in flight stay
+    what the sweep timed."""
     scaled = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)
     assert scaled.stream and scaled.keys == 131072
     assert r.select_softmax("softmax_fwd", "scaled", "bf16", 40000) == scaled
-    longer = r.select_softmax("softmax_fwd", "scaled", "bf16", 131073)
-    assert longer.origin == "default" and not longer.stream and longer.max_cols == 16384
-    upper = r.select_softmax("softmax_fwd", "upper_triang", "bf16", 32768)
-    assert upper.stream
-    assert r.select_softmax("softmax_fwd", "upper_triang", "bf16", 40000).origin == "default"
-    held = r.select_softmax("softmax_fwd", "scaled", "fp32", 262144)
-    assert held.origin == "measured" and held.keys == 131072 and not held.stream
+    assert r.select_softmax("softmax_fwd", "scaled", "bf16", 300000) == scaled
+    limits = planner.DeviceLimits(sm_count=132)
+    assert planner.softmax_spec(scaled, 300000, 8, limits).ctas_per_row == 3
+    bwd = r.select_softmax("softmax_bwd", "scaled", "bf16", 131072)
+    assert bwd.stream and planner.softmax_spec(bwd, 131072, 8, limits).ctas_per_row == 2
+    upper = r.select_softmax("softmax_fwd", "upper_triang", "bf16", 40000)
+    assert upper.stream and planner.softmax_spec(upper, 40000, 8, limits).ctas_per_row == 2
 
 
 def test_streaming_softmax_entries_validate():
-    """``chunk`` (the streaming forward) only on forward block entries without the pipeline, on
-    the persistent grid, and at most MAX_STREAM_CHUNK vectors a step; the JSON field reads
-    back."""
+    """``chunk`` (the streaming kernels) only on block entries (forward or backward) without the
+    pipeline, on the persistent grid, and at most MAX_STREAM_CHUNK vectors a step; ``reverse``
+    only with ``chunk``; the JSON fields read back."""
     ok = r.SoftmaxConfig("softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=3, chunk=2)
     assert ok.stream and not dataclasses.replace(ok, chunk=0).stream
+    bwd = dataclasses.replace(ok, op="softmax_bwd", reverse=True)
+    assert bwd.stream and bwd.is_backward and bwd.reverse
     bad = [
-        dict(op="softmax_bwd", variant="scaled"),
         dict(kind="warp", warps_m=4, warps_n=1, max_cols=1024),
         dict(prefetch=True),
         dict(grid="rows"),
     ]
     for change in bad:
-        with pytest.raises(ValueError, match="streaming forward"):
-            dataclasses.replace(ok, **change)
+        for cfg in (ok, bwd):
+            with pytest.raises(ValueError, match="streaming kernels"):
+                dataclasses.replace(cfg, **change)
     for chunk in (-1, r.MAX_STREAM_CHUNK + 1):
         with pytest.raises(ValueError, match="chunk must be in"):
             dataclasses.replace(ok, chunk=chunk)
+    with pytest.raises(ValueError, match="reverse"):
+        dataclasses.replace(bwd, chunk=0)
     raw = dict(
         op="softmax_fwd", variant="masked", dtype="fp16", keys=32768, kind="block",
         max_cols=32768, warps_m=1, warps_n=16, bytes_per_ldg=16, min_ctas_per_sm=3, chunk=4,
     )  # fmt: skip
-    assert r._softmax_from_json(raw).chunk == 4
+    assert r._softmax_from_json(raw).chunk == 4 and not r._softmax_from_json(raw).reverse
+    assert r._softmax_from_json({**raw, "reverse": True}).reverse
     assert r._softmax_from_json({**raw, "chunk": 0}).chunk == 0
 
 

@@ -174,6 +174,26 @@ def _backward(dtype, sk, cfg=None):
     _check(dx, expected, dtype, n, f"dx (ctas_per_row={plan.ctas_per_row})", scale=4)
 
 
+def _streaming(op: str, variant: str, dtype: str, reverse: bool, part: int):
+    """A streaming entry of 8 warps, 2 vectors a step, 2 CTAs an SM, ``part`` keys a CTA."""
+    return registry.SoftmaxConfig(
+        op, "block", part, dtype, 1, 8, 16, variant, 2, chunk=2, reverse=reverse
+    )
+
+
+@pytest.mark.parametrize("part", [32768, 2048])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sk", [4097, 32768])
+def test_streaming_kernels(sk, dtype, reverse, part, row_sync):
+    """The streaming forward (every variant) and backward, the second pass walked forwards and
+    back, on rows of many chunks a thread (a partial last vector at 4097 keys), one CTA a row
+    or several (3: a cluster; 16: the counter)."""
+    for variant in VARIANTS:
+        _forward(variant, dtype, sk, _streaming("softmax_fwd", variant, dtype, reverse, part))
+    _backward(dtype, sk, _streaming("softmax_bwd", "scaled", dtype, reverse, part))
+
+
 OWN = registry.measured_softmax_configs("numba")
 
 

@@ -204,11 +204,10 @@ def test_forward(dtype, variant, sk):
     b, h, sq, mb, rows = _shape(variant, sk)
     rng = np.random.default_rng(sk * 7 + VARIANTS.index(variant))
     plan = _run_fwd(variant, dtype, b, h, sq, sk, mb, rng, repeat=sk >= 16384, rows=rows)
-    # each CTA holds the entry's max_cols keys (32768 for most entries, 8192-16384 for the
-    # multi-CTA winners of runs 82-84): longer rows take several CTAs; a streaming entry
-    # (run 166) takes one CTA a row at any length
-    ctas = 1 if plan.spec.stream else -(-sk // plan.spec.config.max_cols)
-    assert plan.ctas_per_row == ctas
+    # each CTA holds (or streams, run 166's and run 175's entries) the entry's max_cols keys
+    # (32768 for most entries, 8192-16384 for the multi-CTA winners of runs 82-84): longer
+    # rows take several CTAs
+    assert plan.ctas_per_row == -(-sk // plan.spec.config.max_cols)
     _check_row_sync(plan)
 
 
@@ -295,8 +294,38 @@ def test_backward(dtype, sk):
     plan = _run_bwd(dtype, rows, sk, rng, repeat=sk >= 16384, zero_cols=sk // 3)
     assert (plan.ctas_per_row > 1) == (sk > plan.spec.config.max_cols)
     _check_row_sync(plan)
-    if sk > 32768:
+    if sk > 32768:  # held or streaming (run 175), rows of 131072 keys take several CTAs
         assert plan.ctas_per_row > 1
+
+
+@pytest.mark.parametrize("part", [32768, 8192, 2048])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_streaming_kernels(dtype, reverse, part, monkeypatch):
+    """The streaming forward (every variant) and backward whatever the table serves (8 warps,
+    2 vectors a step, 2 CTAs an SM, ``part`` keys a CTA: rows of 1, 3-4 (a cluster) and 10-16
+    CTAs (the counter)), the second pass walked forwards and back: rows of many chunks a
+    thread, padded rows with a partial last vector and narrower vectors, more rows than CTAs
+    (several rows a CTA), bitwise-identical repeats."""
+
+    def streaming(op, variant, dt, cols, **kw):
+        return registry.SoftmaxConfig(
+            op, "block", part, dt, 1, 8, 16, variant, 2, chunk=2, reverse=reverse
+        )
+
+    monkeypatch.setattr(registry, "select_softmax", streaming)
+    rng = np.random.default_rng(5)
+    for variant in VARIANTS:
+        plan = _run_fwd(variant, dtype, 2, 3, 5, 20001, 2, rng, pad=3, repeat=True)
+        assert plan.spec.stream and plan.spec.config.reverse == reverse
+        assert plan.ctas_per_row == -(-20001 // part)
+        _check_row_sync(plan)
+    rows = 2 * LIMITS.sm_count * 2 + 3
+    for sk, pad in ((20001, 7), (32768, 0)):
+        plan = _run_bwd(dtype, rows, sk, rng, pad=pad, repeat=True, zero_cols=sk // 3)
+        assert plan.spec.stream and plan.ctas_per_row == -(-sk // part)
+        assert plan.row_iterations > 1
+        _check_row_sync(plan)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -320,8 +349,9 @@ def test_many_rows(dtype, row_sync):
     plan = _run_fwd("masked", dtype, 3, 7, resident_rows // 20 + 1, 128, 3, rng)
     assert plan.row_iterations > 1
     plan = _run_fwd("scaled", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
-    # 16-bit rows stream since run 166 (one CTA a row, one an SM): two trips for some CTAs
-    assert plan.spec.stream == (dtype != "fp32") and plan.row_iterations > 1
+    # rows stream since runs 166 / 175 (16-bit: one CTA a row, one an SM; fp32: two CTAs a
+    # row of 32768 keys each, two an SM): several trips for some CTAs
+    assert plan.spec.stream and plan.row_iterations > 1
     plan = _run_fwd("masked", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
     ctas = 65536 // plan.spec.config.max_cols  # 2 (fp32) or 4 (bf16 / fp16 since run 82-84)
     assert plan.ctas_per_row == ctas > 1 and plan.row_iterations > 1

@@ -332,12 +332,23 @@ def _forward_kernel(
 
 
 def _stream_forward_kernel(
-    dtype: str, variant: str, wn: int, ne: int, chunk: int, dependent: bool = False
+    dtype: str,
+    variant: str,
+    wn: int,
+    ne: int,
+    chunk: int,
+    reverse: bool = False,
+    multi: bool = False,
+    dependent: bool = False,
+    clusters: bool = False,
 ):
     """``softmax_fwd_stream`` of ``softmax.cu`` (``SoftmaxConfig.chunk``) for one compile-time
-    shape: one CTA a row of any length, ``chunk`` vectors a thread at a time. The first pass
-    keeps an online (max, sum) per thread, merged over the CTA; the second reads the slice
-    again (evict-first, as are the stores of y) and writes y."""
+    shape: rows of any length, ``chunk`` vectors a thread at a time. The first pass keeps an
+    online (max, sum) per thread, merged over the CTA; the second reads the slice again
+    (evict-first, as are the stores of y) and writes y, from the last chunk back with
+    ``reverse``. ``multi``: each CTA of a row streams a contiguous part of it (``RowPart``) and
+    the CTAs merge their (max, sum) pairs as the held forward's do (``clusters``: in a
+    cluster)."""
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
     nw = ro.words_per_vector(dtype, ne)
@@ -345,6 +356,7 @@ def _stream_forward_kernel(
     vbytes = ne * (4 if dtype == "fp32" else 2)
     step = wn * 32 * ne  # columns from one of a thread's vectors to the next
     span = chunk * step
+    walk = -span if reverse else span
     n_v, n_xs, n_ms = chunk * ne, chunk * nw, chunk * mw  # local array sizes: constants
     nxch = wn * 32 if ro.SIM else 1
     ld_x, ld_x_cs = ro.ld_words(vbytes), ro.ld_words(vbytes, cs=True)
@@ -358,6 +370,10 @@ def _stream_forward_kernel(
     chunk_sum, vec_exp = ro.exp_sum(chunk * ne), ro.exp_sum(ne)
     ex2, rcp, fmaxf, div32, rem32 = ro.ex2, ro.rcp, ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any, row_ptr = ro.warp_max, ro.warp_sum, ro.warp_any, ro.row_ptr
+    st_cg2, cta_merge, barrier_sync = ro.st_cg2, ro.cta_merge, ro.inter_cta_barrier
+    cluster_ctas, cluster_sync = ro.cluster_ops(clusters)
+    st_cluster2, pair_align = ro.st_cluster2, ro.PAIR_ALIGN
+    ncl = 2 * _CL_SLOTS if multi else 1  # [trip parity][cluster rank][2]
     multi_warp = wn > 1
     neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
     f32, u32, i32 = types.float32, types.uint32, types.int32
@@ -374,6 +390,14 @@ def _stream_forward_kernel(
         lane = tid % 32
         col0 = tid * ne
         kscale = scale * log2e
+        # softmax.cu's RowPart: this CTA's contiguous part [lo, lo + cols_p) of every row
+        cta = cuda.blockIdx.x if multi else 0
+        ctas = cuda.gridDim.x if multi else 1
+        lo, cols_p = i32(0), i32(cols)
+        if multi:
+            per = i32((cols + ctas * ne - 1) // (ctas * ne) * ne)
+            lo = i32(min(cta * per, cols))
+            cols_p = i32(min(per, cols - lo))
         v = cuda.local.array(n_v, f32)
         xs = cuda.local.array(n_xs, u32)  # the chunk's vectors as loaded
         ms = cuda.local.array(n_ms, u32)
@@ -385,21 +409,26 @@ def _stream_forward_kernel(
         s_max = cuda.shared.array(wn, f32)
         s_sum = cuda.shared.array(wn, f32)
         s_keep = cuda.shared.array(wn, i32)
+        cl = cuda.shared.array(ncl, f32, alignment=pair_align)  # pair stores (st_cluster2)
 
+        trip = 0
         for row in range(cuda.blockIdx.y, rows, cuda.gridDim.y):
-            lim = cols
+            row_lim = cols
             qi = 0
             if var != 0:
                 qi = rem32(row, sq)
             if var == 2:
-                lim = min(lim, qi + 1)
+                row_lim = min(row_lim, qi + 1)
             if var == 3:
-                lim = min(lim, max(qi + (cols - sq) + 1, 0))
-            xr = row_ptr(x, row * x_stride)
+                row_lim = min(row_lim, max(qi + (cols - sq) + 1, 0))
+            lim = row_lim
+            if multi:
+                lim = i32(min(max(row_lim - lo, 0), cols_p))
+            xr = row_ptr(x, row * x_stride + lo)
             mr = mask
             if masked:
                 mrow = (0 if mask_batch == 1 else div32(row, heads * sq)) * sq + qi
-                mr = row_ptr(mask, mrow * mask_stride)
+                mr = row_ptr(mask, mrow * mask_stride + lo)
 
             # First pass: the chunk's scores and maximum, then the running sum rescaled to the
             # new maximum (exponents against 0 while nothing is kept).
@@ -410,16 +439,16 @@ def _stream_forward_kernel(
                 for it in range(chunk):
                     c = c0 + it * step
                     if c < lim:
-                        if c + ne <= cols:
+                        if c + ne <= cols_p:
                             ld_x(xs, it * nw, xr, c)
                             if masked:
                                 ld_m(ms, it * mw, mr, c)
                         else:  # the partial last vector
-                            ld_part(tw, xr, c, cols - c)
+                            ld_part(tw, xr, c, cols_p - c)
                             copy_x(xs, it * nw, tw, 0)
                             if masked:
-                                ld_part(tm, mr, c, cols - c)
-                                mask_fill(tm, cols - c)
+                                ld_part(tm, mr, c, cols_p - c)
+                                mask_fill(tm, cols_p - c)
                                 copy_m(ms, it * mw, tm, 0)
                     elif masked:  # past the row: masked (x is not read: prep gives -inf)
                         mask_fill(tm, 0)
@@ -462,25 +491,52 @@ def _stream_forward_kernel(
                 gs = s_sum[0]
                 for w in range(1, wn):
                     gs += s_sum[w]
-            row_keep = keep != 0 if masked else (lim > 0 if causal else True)
+            row_keep = keep != 0 if masked else (row_lim > 0 if causal else True)
+            if multi:
+                # One (max, signed sum) pair per CTA, merged in CTA order by every CTA (the
+                # held forward's exchange: cluster slots, else `stats` and the counter).
+                sb = (((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * ctas) * 2
+                cb = (trip & 1) * _CL_SLOTS
+                pair_s = -gs if masked and keep == 0 else gs
+                in_cluster = cluster_ctas() > 1
+                if in_cluster:
+                    if warp == 0 and lane < ctas:
+                        st_cluster2(cl, cb + 2 * cta, lane, gm, pair_s)
+                    cluster_sync()
+                    rm, rs, anyp = cta_merge(cl, cb, ctas)
+                else:
+                    if warp == 0 and lane == 0:
+                        st_cg2(stats, sb + 2 * cta, gm, pair_s)
+                    barrier_sync(barrier, cuda.blockIdx.y, (trip + 1) * ctas)
+                    rm, rs, anyp = cta_merge(stats, sb, ctas)
+                if masked:
+                    row_keep = anyp != 0
+                base = f0 if rm == neg_inf else rm
+                gs = rs
+            trip += 1
             factor = rcp(gs) if row_keep else f0
 
             # Second pass: every column written (zeros past the causal limit).
-            yr = row_ptr(y, row * y_stride)
-            for c0 in range(col0, cols, span):
+            yr = row_ptr(y, row * y_stride + lo)
+            first, stop = col0, cols_p
+            if reverse:  # softmax.cu's last_chunk: from the thread's last chunk back to col0
+                first, stop = col0 - span, col0 - span
+                if col0 < cols_p:
+                    first = col0 + (cols_p - 1 - col0) // span * span
+            for c0 in range(first, stop, walk):
                 for it in range(chunk):
                     c = c0 + it * step
                     if c < lim:
-                        if c + ne <= cols:
+                        if c + ne <= cols_p:
                             ld_x_cs(xs, it * nw, xr, c)
                             if masked:
                                 ld_m(ms, it * mw, mr, c)
                         else:
-                            ld_part(tw, xr, c, cols - c)
+                            ld_part(tw, xr, c, cols_p - c)
                             copy_x(xs, it * nw, tw, 0)
                             if masked:
-                                ld_part(tm, mr, c, cols - c)
-                                mask_fill(tm, cols - c)
+                                ld_part(tm, mr, c, cols_p - c)
+                                mask_fill(tm, cols_p - c)
                                 copy_m(ms, it * mw, tm, 0)
                     elif masked:
                         mask_fill(tm, 0)
@@ -494,12 +550,138 @@ def _stream_forward_kernel(
                     vec_exp(v, base)
                     out(v, 0, factor, lim - c)
                     pack(xw, 0, v, 0)
-                    if c + ne <= cols:
+                    if c + ne <= cols_p:
                         st_y_cs(yr, c, xw, 0)
-                    elif c < cols:
-                        st_part(yr, c, xw, cols - c)
+                    elif c < cols_p:
+                        st_part(yr, c, xw, cols_p - c)
 
     return softmax_fwd_stream
+
+
+def _stream_backward_kernel(
+    dtype: str,
+    wn: int,
+    ne: int,
+    chunk: int,
+    reverse: bool = False,
+    multi: bool = False,
+    dependent: bool = False,
+    clusters: bool = False,
+):
+    """``softmax_bwd_stream`` of ``softmax.cu`` (``SoftmaxConfig.chunk``): rows of any length;
+    the first pass takes ``sum(dy * y)`` ``chunk`` vectors a thread at a time, the second reads
+    dy and y again (evict-first, as are the stores of dx) and writes dx, from the last chunk
+    back with ``reverse``. ``multi``: each CTA of a row streams a contiguous part of it and the
+    CTAs add their sums through ``stats`` in CTA order (the held backward's exchange)."""
+    nw = ro.words_per_vector(dtype, ne)
+    vbytes = ne * (4 if dtype == "fp32" else 2)
+    step = wn * 32 * ne  # columns from one of a thread's vectors to the next
+    span = chunk * step
+    walk = -span if reverse else span
+    n_w, n_dot = chunk * nw, 2 * wn  # local / shared array sizes: constants
+    nxch = wn * 32 if ro.SIM else 1
+    ld_v, ld_v_cs = ro.ld_words(vbytes), ro.ld_words(vbytes, cs=True)
+    st_v_cs = ro.st_words(vbytes, cs=True)
+    ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
+    unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
+    copy_w, dot_acc, dx_vec = ro.copy_words(nw), ro.dot_acc(ne), ro.softmax_dx(ne)
+    warp_sum, row_ptr = ro.warp_sum, ro.row_ptr
+    st_cg2, cta_sum, barrier_sync = ro.st_cg2, ro.cta_sum, ro.row_barrier(clusters)
+    multi_warp = wn > 1
+    f0 = _F0
+    f32, u32, i32 = types.float32, types.uint32, types.int32
+    launch_dependents, wait_primary = ro.dependent_launch(dependent)
+
+    def softmax_bwd_stream(
+        dy, y, dx, rows, cols, dy_stride, y_stride, dx_stride, scale, stats, barrier
+    ):
+        wait_primary()
+        launch_dependents()
+        tid = cuda.threadIdx.x
+        warp = tid // 32
+        lane = tid % 32
+        col0 = tid * ne
+        cta = cuda.blockIdx.x if multi else 0  # softmax.cu's RowPart, as the forward's
+        ctas = cuda.gridDim.x if multi else 1
+        lo, cols_p = i32(0), i32(cols)
+        if multi:
+            per = i32((cols + ctas * ne - 1) // (ctas * ne) * ne)
+            lo = i32(min(cta * per, cols))
+            cols_p = i32(min(per, cols - lo))
+        pd = cuda.local.array(n_w, u32)  # the chunk's vectors as loaded
+        py = cuda.local.array(n_w, u32)
+        tw = cuda.local.array(nw, u32)
+        fd = cuda.local.array(ne, f32)
+        fy = cuda.local.array(ne, f32)
+        xch = cuda.shared.array(nxch, f32)
+        s_dot = cuda.shared.array(n_dot, f32)  # by row parity: one barrier a row
+
+        trip = 0
+        for row in range(cuda.blockIdx.y, rows, cuda.gridDim.y):
+            dyr = row_ptr(dy, row * dy_stride + lo)
+            yr = row_ptr(y, row * y_stride + lo)
+            dot = f0
+            for c0 in range(col0, cols_p, span):
+                for it in range(chunk):
+                    c = c0 + it * step
+                    if c + ne <= cols_p:
+                        ld_v(pd, it * nw, dyr, c)
+                        ld_v(py, it * nw, yr, c)
+                    else:  # the partial last vector, or zeros past the row's end
+                        ld_part(tw, dyr, c, max(cols_p - c, 0))
+                        copy_w(pd, it * nw, tw, 0)
+                        ld_part(tw, yr, c, max(cols_p - c, 0))
+                        copy_w(py, it * nw, tw, 0)
+                for it in range(chunk):
+                    unpack(fd, 0, pd, it * nw)
+                    unpack(fy, 0, py, it * nw)
+                    dot = dot_acc(fd, fy, dot)
+            dot = warp_sum(dot, xch, tid)
+            if multi_warp:
+                sl = (trip & 1) * wn
+                if lane == 0:
+                    s_dot[sl + warp] = dot
+                cuda.syncthreads()
+                dot = s_dot[sl]
+                for w in range(1, wn):
+                    dot += s_dot[sl + w]
+            if multi:
+                sb = ((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * ctas * 2
+                if warp == 0 and lane == 0:
+                    st_cg2(stats, sb + 2 * cta, dot, f0)
+                barrier_sync(barrier, cuda.blockIdx.y, (trip + 1) * ctas)
+                dot = cta_sum(stats, sb, ctas)
+            trip += 1
+
+            dxr = row_ptr(dx, row * dx_stride + lo)
+            first, stop = col0, cols_p
+            if reverse:  # softmax.cu's last_chunk: from the thread's last chunk back to col0
+                first, stop = col0 - span, col0 - span
+                if col0 < cols_p:
+                    first = col0 + (cols_p - 1 - col0) // span * span
+            for c0 in range(first, stop, walk):
+                for it in range(chunk):
+                    c = c0 + it * step
+                    if c + ne <= cols_p:
+                        ld_v_cs(pd, it * nw, dyr, c)
+                        ld_v_cs(py, it * nw, yr, c)
+                    else:
+                        ld_part(tw, dyr, c, max(cols_p - c, 0))
+                        copy_w(pd, it * nw, tw, 0)
+                        ld_part(tw, yr, c, max(cols_p - c, 0))
+                        copy_w(py, it * nw, tw, 0)
+                for it in range(chunk):
+                    c = c0 + it * step
+                    unpack(fd, 0, pd, it * nw)
+                    unpack(fy, 0, py, it * nw)
+                    dx_vec(fd, fy, scale, dot)
+                    pack(tw, 0, fd, 0)
+                    if c + ne <= cols_p:
+                        st_v_cs(dxr, c, tw, 0)
+                    elif c < cols_p:
+                        st_part(dxr, c, tw, cols_p - c)
+
+    return softmax_bwd_stream
 
 
 def _backward_kernel(
@@ -643,12 +825,13 @@ def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
     c = spec.config
     shape = (c.warps_m, c.warps_n, spec.num_elts, spec.ldgs, spec.multi_cta)
     dep, clusters = _dependent_launch(cc), _clusters(cc)
+    if spec.stream:
+        stream = (c.warps_n, spec.num_elts, spec.ldgs, c.reverse, spec.multi_cta)
+        if c.is_backward:
+            return _stream_backward_kernel(c.dtype, *stream, dependent=dep, clusters=clusters)
+        return _stream_forward_kernel(c.dtype, c.variant, *stream, dependent=dep, clusters=clusters)
     if c.is_backward:
         return _backward_kernel(c.dtype, *shape, dependent=dep, clusters=clusters)
-    if spec.stream:
-        return _stream_forward_kernel(
-            c.dtype, c.variant, c.warps_n, spec.num_elts, spec.ldgs, dependent=dep
-        )
     return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dep, clusters=clusters)
 
 

@@ -636,13 +636,47 @@ __device__ __forceinline__ float chunk_scores(const nn::Pack<T, N> (&p)[CHUNK],
   return cm;
 }
 
+// Where a thread's walk over its slice in chunks of SPAN columns from col0 ends: the column of
+// its last chunk inside the row, or col0 - SPAN if it has none (so a backward walk from there
+// to col0 takes no step). The reversed second pass reads the lines the first read last (the
+// likeliest still in L2) first.
+template <int SPAN>
+__device__ __forceinline__ int last_chunk(int col0, int cols) {
+  return col0 < cols ? col0 + (cols - 1 - col0) / SPAN * SPAN : col0 - SPAN;
+}
+
+// The part of a row one CTA of a streaming kernel takes: columns [lo, lo + len), contiguous and
+// starting on a vector, about cols / ctas of them; limit() moves a row's kept limit into it.
+// Builds of one CTA a row (SOFTMAX_MULTI_CTA=0) take the whole row.
+struct RowPart {
+  int lo, len;
+
+  __device__ __forceinline__ RowPart(int cols, int ctas, int n) {
+    if (SOFTMAX_MULTI_CTA) {
+      const int per = (cols + ctas * n - 1) / (ctas * n) * n;
+      lo = min(static_cast<int>(blockIdx.x) * per, cols);
+      len = min(per, cols - lo);
+    } else {
+      lo = 0;
+      len = cols;
+    }
+  }
+  __device__ __forceinline__ int limit(int lim) const {
+    return SOFTMAX_MULTI_CTA ? min(max(lim - lo, 0), len) : lim;
+  }
+};
+
 }  // namespace nnsm
 
-// softmax_fwd's result for rows of any length, one CTA a row (SoftmaxConfig.chunk), holding
-// CHUNK vectors a thread at a time instead of the row: the first pass keeps an online (max,
-// sum) per thread, merged over the CTA; the second reads the slice again (from L2: few rows are
-// in flight) and writes y. Same parameters as softmax_fwd (stats and barrier unused).
-template <typename T, int WARPS_N, int NUM_ELTS, int CHUNK, int VARIANT, int MIN_CTAS>
+// softmax_fwd's result for rows of any length (SoftmaxConfig.chunk), holding CHUNK vectors a
+// thread at a time instead of the row: the first pass keeps an online (max, sum) per thread,
+// merged over the CTA; the second reads the slice again (from L2: few rows are in flight) and
+// writes y, from the last chunk back with REVERSE (SoftmaxConfig.reverse). Same parameters as
+// softmax_fwd. A row of several CTAs (SOFTMAX_MULTI_CTA builds) is cut into gridDim.x
+// contiguous parts, each streamed as a row of its own; the CTAs merge their (max, sum) pairs
+// through RowParts as softmax_fwd does, so each SM keeps a part of a row, not a row, in L2.
+template <typename T, int WARPS_N, int NUM_ELTS, int CHUNK, int VARIANT, int MIN_CTAS,
+          bool REVERSE>
 __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
     softmax_fwd_stream(const T* x, const unsigned char* mask, T* y, int rows, int cols,
                        long long x_stride, long long y_stride, long long mask_stride, int sq,
@@ -658,16 +692,23 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   const int lane = threadIdx.x % 32;
   const int col0 = threadIdx.x * N;
   const float k = scale * kLog2e;
+  const int ctas = SOFTMAX_MULTI_CTA ? gridDim.x : 1;  // (a one-CTA build: every CTA the row)
+  const RowPart part(cols, ctas, N);
   __shared__ float s_max[WARPS_N];
   __shared__ float s_sum[WARPS_N];
   __shared__ int s_keep[WARPS_N];
 
-  for (int row = blockIdx.y; row < rows; row += gridDim.y) {
+  int trip = 0;
+  for (int row = blockIdx.y; row < rows; row += gridDim.y, ++trip) {
     const int qi = VARIANT == 0 ? 0 : row % sq;
-    const int lim = row_limit<VARIANT>(qi, cols, cols, sq);
-    const T* xr = x + row * x_stride;
+    const int row_lim = row_limit<VARIANT>(qi, cols, cols, sq);
+    const int lim = part.limit(row_lim);
+    const int len = part.len;
+    const T* xr = x + row * x_stride + part.lo;
     const unsigned char* mr = mask;
-    if constexpr (MASKED) mr = mask_row(mask, row, qi, sq, heads, mask_batch, mask_stride);
+    if constexpr (MASKED) {
+      mr = mask_row(mask, row, qi, sq, heads, mask_batch, mask_stride) + part.lo;
+    }
 
     // First pass: a chunk's scores, its maximum, then the thread's running sum rescaled to the
     // new maximum (exponents against 0 while nothing is kept, so no inf - inf).
@@ -679,7 +720,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       MaskBytes<N> mb[CHUNK];
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
-        load_vector<false, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, cols);
+        load_vector<false, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
       }
       float v[CHUNK][N];
       const float cm =
@@ -718,7 +759,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
         keep = any != 0;
       }
     }
-    const float base = gm == neg_inf() ? 0.f : gm;
+    float base = gm == neg_inf() ? 0.f : gm;
     float gs = nn::warp_sum(s * ex2(m - base));
     if constexpr (WARPS_N > 1) {
       if (lane == 0) s_sum[warp] = gs;
@@ -727,18 +768,37 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int w = 1; w < WARPS_N; ++w) gs += s_sum[w];
     }
-    const bool row_keep = MASKED ? keep : (CAUSAL ? lim > 0 : true);
+    bool row_keep = MASKED ? keep : (CAUSAL ? row_lim > 0 : true);
+    if (SOFTMAX_MULTI_CTA && ctas > 1) {
+      // One (max, sum) pair per CTA, the masked variant's "keeps nothing" in the sum's sign (a
+      // part keeping a column sums to >= 1); every CTA merges them in CTA order (softmax_fwd's).
+      const RowParts<1> parts(stats, trip, 0);
+      parts.exchange(make_float2(gm, MASKED && !keep ? -gs : gs), warp == 0, lane, ctas, barrier,
+                     trip);
+      float rm, rs;
+      bool any;
+      if (parts.cluster) {
+        merge_max_sum(SharedPart{parts.slots}, ctas, rm, rs, any);
+      } else {
+        merge_max_sum(L2Part{parts.buf}, ctas, rm, rs, any);
+      }
+      if constexpr (MASKED) row_keep = any;
+      base = rm == neg_inf() ? 0.f : rm;
+      gs = rs;
+    }
     const float factor = row_keep ? rcp(gs) : 0.f;
 
-    // Second pass: every column of the row is written (zeros past the causal limit, also
+    // Second pass: every column of the part is written (zeros past the causal limit, also
     // where the row holds NaN or inf, as softmax_fwd).
-    T* yr = y + row * y_stride;
-    for (int c0 = col0; c0 < cols; c0 += CHUNK * STEP) {
+    T* yr = y + row * y_stride + part.lo;
+    constexpr int WALK = REVERSE ? -CHUNK * STEP : CHUNK * STEP;
+    for (int c0 = REVERSE ? last_chunk<CHUNK * STEP>(col0, len) : col0;
+         REVERSE ? c0 >= col0 : c0 < len; c0 += WALK) {
       nn::Pack<T, N> p[CHUNK];
       MaskBytes<N> mb[CHUNK];
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
-        load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, cols);
+        load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
       }
       float v[CHUNK][N];
       unsigned unused = 0u;
@@ -755,10 +815,10 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
         nn::Pack<T, N> out;
         out.from_float(v[it]);
         if (CAUSAL && c >= lim) clear(out.w);
-        if (c + N <= cols) {
+        if (c + N <= len) {
           store_cs(out, yr + c);
-        } else if (c < cols) {
-          store_partial<sizeof(T), N>(out.w, yr + c, cols - c);
+        } else if (c < len) {
+          store_partial<sizeof(T), N>(out.w, yr + c, len - c);
         }
       }
     }
@@ -895,5 +955,122 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       if (c == tail.col) xt = p;
     }
     if (valid && tail.mine) store_partial<sizeof(T), N>(xt.w, dxr + tail.col, tail.n);
+  }
+}
+
+namespace nnsm {
+
+// One vector of a streaming backward row: dy and y at columns [c, c + N) as loaded (evict-first
+// with CS), the partial last vector element by element, zeros past the row's end (they add
+// nothing to the dot product).
+template <bool CS, typename T, int N>
+__device__ __forceinline__ void load_bwd_vector(nn::Pack<T, N>& pd, nn::Pack<T, N>& py,
+                                                const T* dyr, const T* yr, int c, int cols) {
+  if (c + N <= cols) {
+    if constexpr (CS) {
+      load_cs(pd, dyr + c);
+      load_cs(py, yr + c);
+    } else {
+      pd.load(dyr + c);
+      py.load(yr + c);
+    }
+  } else {
+    clear(pd.w);
+    clear(py.w);
+    if (c < cols) {
+      load_partial<sizeof(T), N>(pd.w, dyr + c, cols - c);
+      load_partial<sizeof(T), N>(py.w, yr + c, cols - c);
+    }
+  }
+}
+
+}  // namespace nnsm
+
+// softmax_bwd's result for rows of any length (SoftmaxConfig.chunk), as softmax_fwd_stream: the
+// first pass takes sum(dy * y) CHUNK vectors a thread at a time, the second reads dy and y
+// again (evict-first, from L2) and writes dx, from the last chunk back with REVERSE. Same
+// parameters as softmax_bwd. Rows of several CTAs: contiguous parts (RowPart) whose sums the
+// CTAs exchange through RowParts, added in CTA order.
+template <typename T, int WARPS_N, int NUM_ELTS, int CHUNK, int MIN_CTAS, bool REVERSE>
+__global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
+    softmax_bwd_stream(const T* dy, const T* y, T* dx, int rows, int cols, long long dy_stride,
+                       long long y_stride, long long dx_stride, float scale, float* stats,
+                       int* barrier) {
+  using namespace nnsm;
+  nn::kernel_prologue();
+  constexpr int N = NUM_ELTS;
+  constexpr int SPAN = CHUNK * WARPS_N * 32 * N;  // columns of one chunk of the CTA
+  constexpr int STEP = WARPS_N * 32 * N;          // from one of a thread's vectors to the next
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int col0 = threadIdx.x * N;
+  const int ctas = SOFTMAX_MULTI_CTA ? gridDim.x : 1;  // (a one-CTA build: every CTA the row)
+  const RowPart part(cols, ctas, N);
+  const int len = part.len;
+  // Double-buffered by row parity: one barrier a row, and a warp running ahead into the next
+  // row must not overwrite partials slower warps are still reading.
+  __shared__ float s_dot[2][WARPS_N];
+
+  int trip = 0;
+  for (int row = blockIdx.y; row < rows; row += gridDim.y, ++trip) {
+    const int parity = trip & 1;
+    const T* dyr = dy + row * dy_stride + part.lo;
+    const T* yr = y + row * y_stride + part.lo;
+    float dot = 0.f;
+    for (int c0 = col0; c0 < len; c0 += SPAN) {
+      nn::Pack<T, N> pd[CHUNK], py[CHUNK];
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        load_bwd_vector<false, T, N>(pd[it], py[it], dyr, yr, c0 + it * STEP, len);
+      }
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        float fd[N], fy[N];
+        pd[it].to_float(fd);
+        py[it].to_float(fy);
+#pragma unroll
+        for (int j = 0; j < N; ++j) dot += fd[j] * fy[j];
+      }
+    }
+    dot = nn::warp_sum(dot);
+    if constexpr (WARPS_N > 1) {
+      if (lane == 0) s_dot[parity][warp] = dot;
+      __syncthreads();
+      dot = s_dot[parity][0];
+#pragma unroll
+      for (int w = 1; w < WARPS_N; ++w) dot += s_dot[parity][w];
+    }
+    if (SOFTMAX_MULTI_CTA && ctas > 1) {
+      const RowParts<1> parts(stats, trip, 0);
+      parts.exchange(make_float2(dot, 0.f), warp == 0, lane, ctas, barrier, trip);
+      dot = parts.cluster ? sum_x(SharedPart{parts.slots}, ctas) : sum_x(L2Part{parts.buf}, ctas);
+    }
+
+    T* dxr = dx + row * dx_stride + part.lo;
+    constexpr int WALK = REVERSE ? -SPAN : SPAN;
+    for (int c0 = REVERSE ? last_chunk<SPAN>(col0, len) : col0;
+         REVERSE ? c0 >= col0 : c0 < len; c0 += WALK) {
+      nn::Pack<T, N> pd[CHUNK], py[CHUNK];
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        load_bwd_vector<true, T, N>(pd[it], py[it], dyr, yr, c0 + it * STEP, len);
+      }
+#pragma unroll
+      for (int it = 0; it < CHUNK; ++it) {
+        const int c = c0 + it * STEP;
+        float fd[N], fy[N], f[N];
+        pd[it].to_float(fd);
+        py[it].to_float(fy);
+#pragma unroll
+        for (int j = 0; j < N; ++j) f[j] = scale * fy[j] * (fd[j] - dot);
+        nn::Pack<T, N> out;
+        out.from_float(f);
+        if (c + N <= len) {
+          store_cs(out, dxr + c);
+        } else if (c < len) {
+          store_partial<sizeof(T), N>(out.w, dxr + c, len - c);
+        }
+      }
+    }
   }
 }

@@ -2,8 +2,9 @@
 
 A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
 ``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>``,
-``softmax_fwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, VARIANT, MIN_CTAS>`` (streaming entries) or
-``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>``, compiled through
+``softmax_fwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, VARIANT, MIN_CTAS, REVERSE>`` (streaming
+entries), ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>`` or
+``softmax_bwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, MIN_CTAS, REVERSE>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
 exchange, and the column step a constant), others with the full kernel. Loaded kernels are
@@ -64,13 +65,14 @@ def kernel_name(spec: SoftmaxSpec) -> str:
         raise NotImplementedError(f"NVRTC softmax: dtype {c.dtype!r} is not supported") from None
     args = f"{ctype}, {c.warps_m}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}"
     pf = "true" if c.prefetch else "false"
+    if spec.stream:
+        head = f"{ctype}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}"
+        rev = "true" if c.reverse else "false"
+        if c.is_backward:
+            return f"{_BWD}_stream<{head}, {c.min_ctas_per_sm}, {rev}>"
+        return f"{_FWD}_stream<{head}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {rev}>"
     if c.is_backward:
         return f"{_BWD}<{args}, {c.min_ctas_per_sm}, {pf}>"
-    if spec.stream:
-        return (
-            f"{_FWD}_stream<{ctype}, {c.warps_n}, {spec.num_elts}, {spec.ldgs}, "
-            f"{VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}>"
-        )
     return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
 
 
