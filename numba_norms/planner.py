@@ -485,14 +485,12 @@ def softmax_spec(
     if cols < 1:
         raise PlanError(f"key length must be >= 1, got {cols}")
     num_elts = min(config.num_elts, vec_elts)
-    if config.chunk:
-        ctas_per_row = math.ceil(cols / config.max_cols)
-        if ctas_per_row > limits.max_ctas_per_row:
-            ctas_per_row = 1
-        return SoftmaxSpec(config, num_elts, config.chunk, ctas_per_row)
-    lanes = config.warps_n * WARP_SIZE
     ctas_per_row = math.ceil(cols / config.max_cols)
-    if ctas_per_row <= limits.max_ctas_per_row:
+    fits = ctas_per_row <= limits.max_ctas_per_row
+    if config.chunk:  # a streaming CTA loops over its part, whatever its length
+        return SoftmaxSpec(config, num_elts, config.chunk, ctas_per_row if fits else 1)
+    lanes = config.warps_n * WARP_SIZE
+    if fits:
         ldgs = math.ceil(config.max_cols / (lanes * num_elts))
     else:
         ctas_per_row = 1

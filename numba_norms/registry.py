@@ -970,13 +970,15 @@ class SoftmaxConfig:
     is the software pipeline: the next row is loaded before this row's reductions (the Numba
     backward builds without it).
 
-    ``chunk`` > 0 (block entries only) selects the streaming kernel: one CTA a row at any
-    length, each thread holding ``chunk`` vectors at a time. It reads its slice twice: the
-    forward first for the row's (max, sum) online, then to write y; the backward (session 28)
-    first for ``sum(dy * y)``, then to write dx. The second read hits L2 while few rows are in
-    flight, so the row needs no registers to stay in and several CTAs share an SM (H200 run
-    164, bf16 forward prototype: 86% of the copy ceiling at 32768 keys, 72% at 131072, against
-    the held-row kernel's 77 / 57% in the same process). ``reverse`` (streaming entries only):
+    ``chunk`` > 0 (block entries only) selects the streaming kernel: ``ceil(cols / max_cols)``
+    CTAs a row, each streaming a contiguous part of any length with ``chunk`` vectors a thread
+    at a time. It reads its part twice: the forward first for the (max, sum) online, then to
+    write y; the backward (session 28) first for ``sum(dy * y)``, then to write dx. The second
+    read hits L2 while few parts are in flight, so the row needs no registers to stay in and
+    several CTAs share an SM (H200 run 164, bf16 forward prototype: 86% of the copy ceiling at
+    32768 keys, 72% at 131072, against the held-row kernel's 77 / 57% in the same process; run
+    175: at 131072 keys the backward on 2-4 parts a row, 1.04-1.12x over its held entries,
+    where one CTA a row ran 0.82-0.96x). ``reverse`` (streaming entries only):
     the second pass walks the slice from its last chunk back, so it first reads the lines the
     first pass read last, the likeliest still in L2 when the rows in flight outgrow it.
     """
