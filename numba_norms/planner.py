@@ -262,7 +262,11 @@ class RowPlan:
     kernel only with one CTA a row, never cooperatively). Its CTAs are scheduled on the SMs the
     previous kernel leaves and wait in the kernel (``griddepcontrol.wait``, before any memory
     access) until that kernel has finished: the ~1.5 us gap between two launches is hidden
-    (run 65: the finalize after the main kernel, 1.3-1.9 us a backward).
+    (run 65: the finalize after the main kernel, 1.3-1.9 us a backward). Not for a grid capped
+    below the kernel's residency (streaming softmax entries): placed beside a running kernel,
+    some SMs get more of its CTAs than the cap, and as rows are dealt out to CTAs in a fixed
+    order those SMs finish last (run 180: the bf16 streaming forward at 32768 keys, 3 CTAs an SM
+    where 4 fit, ran 1.13-1.16x slower back to back than launched after a finished kernel).
 
     ``cluster``: CTAs per thread-block cluster (1: none). A multi-CTA row group launched as a
     cluster synchronises with ``barrier.cluster`` (hardware, within a GPC) instead of the
@@ -340,6 +344,7 @@ def row_plan(
     if ctas_per_row > resident:
         raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
     groups = limits.max_grid_y if spec.grid_of_rows else resident // ctas_per_row
+    capped = cap is not None and cap < max_active_per_sm  # (no dependent launch: see above)
     cluster = cluster_size(ctas_per_row, limits)
     if cluster > 1 and max_active_clusters is not None:
         if max_active_clusters < 1:
@@ -384,7 +389,7 @@ def row_plan(
         scratch_bytes=offset,
         finalize_grid=fin_grid,
         finalize_block=fin_block,
-        dependent=limits.dependent_launch and not multi,
+        dependent=limits.dependent_launch and not multi and not capped,
         finalize_dependent=bool(n_partials) and limits.dependent_launch,
         cluster=cluster,
     )

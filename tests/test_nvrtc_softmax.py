@@ -549,6 +549,7 @@ def _emu_rewrite_asm(m: re.Match) -> str:
         ("st.global.cs.u32", lambda: f"*(unsigned*)({i[0]}) = {i[1]};"),
         ("ex2.approx", lambda: f"{o[0]} = emu_ex2({i[0]});"),
         ("rcp.approx", lambda: f"{o[0]} = 1.f / {i[0]};"),
+        ("lg2.approx", lambda: f"{o[0]} = std::log2({i[0]});"),
         ("ld.acquire.gpu", lambda: f"{o[0]} = __atomic_load_n({i[0]}, __ATOMIC_ACQUIRE);"),
         # FP8 conversions live under `__CUDA_ARCH__ >= 890`, which the host build never defines.
         ("cvt.rn.satfinite", lambda: "__builtin_trap();"),

@@ -165,6 +165,19 @@ def test_dependent_launches_only_where_the_device_has_them():
     assert splan.dependent and not splan.finalize_dependent
 
 
+def test_capped_streaming_grids_are_not_dependent_launches():
+    """A streaming softmax grid capped below the kernel's residency (3 CTAs an SM where 4 fit)
+    waits for the previous kernel instead: launched beside it, some SMs would take 4 of its CTAs
+    (run 180). At or above the cap it keeps the dependent launch."""
+    hopper = dataclasses.replace(H200, dependent_launch=True)
+    cfg = r.SoftmaxConfig("softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=3, chunk=2)
+    spec = p.softmax_spec(cfg, 32768, 8, hopper)
+    capped = p.softmax_plan(spec, 4096, 32768, hopper, 4)
+    assert capped.grid == (1, 3 * 132, 1) and not capped.dependent
+    full = p.softmax_plan(spec, 4096, 32768, hopper, 3)
+    assert full.grid == (1, 3 * 132, 1) and full.dependent
+
+
 def test_multi_cta_rows_run_as_clusters_where_the_device_has_them():
     """sm_90+ limits: a row group of 2-8 CTAs is one cluster (no cooperative launch, no barrier
     counter), as many groups as the driver says clusters fit; larger groups, a device that can

@@ -55,6 +55,7 @@ __all__ = [
     "ld_partial",
     "ld_volatile_i32",
     "ld_words",
+    "lg2",
     "mask_from",
     "pack",
     "rcp",
@@ -64,6 +65,7 @@ __all__ = [
     "softmax_dx",
     "softmax_out",
     "softmax_prep",
+    "softmax_probs",
     "st_cg2",
     "st_partial",
     "st_words",
@@ -553,6 +555,47 @@ if not SIM:
         return _exp_sum
 
     @functools.cache
+    def softmax_probs(ne: int, masked: bool):
+        """``softmax_probs(v, k, mb, n_in, kscale, off)``: one vector of the streaming forward's
+        output, ``v[k+j] = ex2(fma(v[k+j], kscale, -off))`` (``off`` = the row's maximum + log2 of
+        its sum: the division in the exponent); masked variant: a nonzero mask byte ``j`` gives
+        ``ex2(MASKED_SCORE - off)``; columns ``j >= n_in`` exactly 0 (softmax.cu's
+        ``vector_probs``)."""
+        nwords = words_per_vector("uint8", ne)
+
+        @intrinsic
+        def _probs(typingctx, v, k, mb, n_in, kscale, off):
+            def codegen(context, builder, sig, args):
+                vty, kty, mty, nty, sty, oty = sig.args
+                n = context.cast(builder, args[3], nty, types.int32)
+                ks = _f32(context, builder, sty, args[4])
+                off = _f32(context, builder, oty, args[5])
+                neg_off = builder.fsub(ir.Constant(_F32, -0.0), off)
+                neg_inf = ir.Constant(_F32, float("-inf"))
+                score = builder.fadd(ir.Constant(_F32, float(MASKED_SCORE)), neg_off)
+                words = []
+                if masked:
+                    words = [
+                        builder.load(_ptr(context, builder, mty, args[2], types.int64, _ZERO64, q))
+                        for q in range(nwords)
+                    ]
+                for j in range(ne):
+                    p = _ptr(context, builder, vty, args[0], kty, args[1], j)
+                    t = builder.fma(builder.load(p), ks, neg_off)
+                    if masked:
+                        byte = builder.and_(
+                            builder.lshr(words[j // 4], _c32(8 * (j % 4))), _c32(0xFF)
+                        )
+                        t = builder.select(builder.icmp_unsigned("!=", byte, _c32(0)), score, t)
+                    t = builder.select(builder.icmp_signed(">", n, _c32(j)), t, neg_inf)
+                    builder.store(_ex2(builder, t), p)
+                return context.get_dummy_value()
+
+            return types.void(v, k, mb, n_in, kscale, off), codegen
+
+        return _probs
+
+    @functools.cache
     def softmax_out(ne: int, causal: bool):
         """``softmax_out(v, k, factor, n_in)``: ``v[k+j] *= factor``; causal: a vector wholly
         past the limit (``n_in <= 0``) is 0 even where the factor is NaN (NVRTC's rule: a
@@ -714,6 +757,16 @@ if not SIM:
         def codegen(context, builder, sig, args):
             v = _f32(context, builder, sig.args[0], args[0])
             return _ex2(builder, v)
+
+        return types.float32(x), codegen
+
+    @intrinsic
+    def lg2(typingctx, x):
+        """``log2(x)`` with ``lg2.approx.ftz.f32`` (one MUFU.LG2, as NVRTC's kernels)."""
+
+        def codegen(context, builder, sig, args):
+            v = _f32(context, builder, sig.args[0], args[0])
+            return _asm(builder, _F32, [v], "lg2.approx.ftz.f32 $0, $1;", "=f,f")
 
         return types.float32(x), codegen
 
@@ -1190,6 +1243,20 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         return _exp_sum
 
     @functools.cache
+    def softmax_probs(ne: int, masked: bool):
+        def _probs(v, k, mb, n_in, kscale, off):
+            off = np.float32(off)
+            for j in range(ne):
+                # fma: the product is exact in float64, the difference rounded (near enough)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    t = np.float32(np.float64(v[k + j]) * np.float64(kscale) - np.float64(off))
+                    if masked and (int(mb[j // 4]) >> (8 * (j % 4))) & 0xFF:
+                        t = np.float32(MASKED_SCORE - off)
+                v[k + j] = ex2(t) if j < n_in else np.float32(0.0)
+
+        return _probs
+
+    @functools.cache
     def softmax_out(ne: int, causal: bool):
         def _out(v, k, factor, n_in):
             for j in range(ne):
@@ -1237,6 +1304,10 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def ex2(x):
         with np.errstate(over="ignore", invalid="ignore"):
             return np.float32(np.exp2(np.float32(x)))
+
+    def lg2(x):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.float32(np.log2(np.float32(x)))
 
     def rcp(x):
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -61,6 +61,7 @@ _NP_STORAGE = {
 }
 
 _NEG_INF = np.float32(-np.inf)
+_POS_INF = np.float32(np.inf)
 _F0 = np.float32(0.0)
 _LOG2E = np.float32(1.4426950408889634)
 
@@ -366,16 +367,16 @@ def _stream_forward_kernel(
     unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
     copy_x, copy_m = ro.copy_words(nw), ro.copy_words(mw)
     mask_fill = ro.mask_from(ne)
-    prep, out = ro.softmax_prep(ne, masked), ro.softmax_out(ne, causal)
-    chunk_sum, vec_exp = ro.exp_sum(chunk * ne), ro.exp_sum(ne)
-    ex2, rcp, fmaxf, div32, rem32 = ro.ex2, ro.rcp, ro.fmaxf, ro.div32, ro.rem32
+    prep, probs = ro.softmax_prep(ne, masked), ro.softmax_probs(ne, masked)
+    chunk_sum = ro.exp_sum(chunk * ne)
+    ex2, lg2, fmaxf, div32, rem32 = ro.ex2, ro.lg2, ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any, row_ptr = ro.warp_max, ro.warp_sum, ro.warp_any, ro.row_ptr
     st_cg2, cta_merge, barrier_sync = ro.st_cg2, ro.cta_merge, ro.inter_cta_barrier
     cluster_ctas, cluster_sync = ro.cluster_ops(clusters)
     st_cluster2, pair_align = ro.st_cluster2, ro.PAIR_ALIGN
     ncl = 2 * _CL_SLOTS if multi else 1  # [trip parity][cluster rank][2]
     multi_warp = wn > 1
-    neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
+    neg_inf, pos_inf, f0, log2e = _NEG_INF, _POS_INF, _F0, _LOG2E
     f32, u32, i32 = types.float32, types.uint32, types.int32
     launch_dependents, wait_primary = ro.dependent_launch(dependent)
 
@@ -514,7 +515,8 @@ def _stream_forward_kernel(
                 base = f0 if rm == neg_inf else rm
                 gs = rs
             trip += 1
-            factor = rcp(gs) if row_keep else f0
+            # y = 2^(score - base) / sum = 2^(score - off); a row that keeps nothing: off = +inf
+            off = base + lg2(gs) if row_keep else pos_inf
 
             # Second pass: every column written (zeros past the causal limit).
             yr = row_ptr(y, row * y_stride + lo)
@@ -546,9 +548,7 @@ def _stream_forward_kernel(
                     unpack(v, 0, xs, it * nw)
                     if masked:
                         copy_m(mb, 0, ms, it * mw)
-                    prep(v, 0, mb, lim - c, kscale, neg_inf, keep)
-                    vec_exp(v, base)
-                    out(v, 0, factor, lim - c)
+                    probs(v, 0, mb, lim - c, kscale, off)
                     pack(xw, 0, v, 0)
                     if c + ne <= cols_p:
                         st_y_cs(yr, c, xw, 0)

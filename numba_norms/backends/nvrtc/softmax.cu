@@ -38,6 +38,13 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// log2(x) to about 2^-22 absolute (one MUFU.LG2).
+__device__ __forceinline__ float lg2(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -636,6 +643,23 @@ __device__ __forceinline__ float chunk_scores(const nn::Pack<T, N> (&p)[CHUNK],
   return cm;
 }
 
+// y of one vector of the streaming forward's second pass: 2^(score - off), where off is the
+// row's maximum plus log2 of its sum, so the division is in the exponent (one FFMA and one
+// MUFU a column); masked positions kMaskedScore, with CHECKED columns j >= n_in exactly 0.
+template <bool CHECKED, typename T, int N, bool MASKED>
+__device__ __forceinline__ void vector_probs(const nn::Pack<T, N>& p, const MaskBytes<N>& mb,
+                                             int n_in, float k, float off, float (&v)[N]) {
+  float f[N];
+  p.to_float(f);
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    float t = fmaf(f[j], k, -off);
+    if constexpr (MASKED) t = mb.masked(j) ? kMaskedScore - off : t;
+    if constexpr (CHECKED) t = j < n_in ? t : neg_inf();
+    v[j] = ex2(t);
+  }
+}
+
 // Where a thread's walk over its slice in chunks of SPAN columns from col0 ends: the column of
 // its last chunk inside the row, or col0 - SPAN if it has none (so a backward walk from there
 // to col0 takes no step). The reversed second pass reads the lines the first read last (the
@@ -786,7 +810,8 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       base = rm == neg_inf() ? 0.f : rm;
       gs = rs;
     }
-    const float factor = row_keep ? rcp(gs) : 0.f;
+    // y = 2^(score - base) / sum = 2^(score - off); a row that keeps nothing gets off = +inf.
+    const float off = row_keep ? base + lg2(gs) : __int_as_float(0x7f800000);
 
     // Second pass: every column of the part is written (zeros past the causal limit, also
     // where the row holds NaN or inf, as softmax_fwd).
@@ -794,27 +819,33 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
     constexpr int WALK = REVERSE ? -CHUNK * STEP : CHUNK * STEP;
     for (int c0 = REVERSE ? last_chunk<CHUNK * STEP>(col0, len) : col0;
          REVERSE ? c0 >= col0 : c0 < len; c0 += WALK) {
+      // Per-vector loads (a branch each) keep ptxas from moving a chunk's later loads behind
+      // the earlier vectors' arithmetic where registers are short (one tested load block did:
+      // run 180, masked 131072 keys 0.84x).
       nn::Pack<T, N> p[CHUNK];
       MaskBytes<N> mb[CHUNK];
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
         load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
       }
-      float v[CHUNK][N];
-      unsigned unused = 0u;
-      if (c0 + CHUNK * STEP - STEP + N <= lim) {
-        chunk_scores<false, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unused);
-      } else {
-        chunk_scores<true, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unused);
+      if (c0 + CHUNK * STEP - STEP + N <= lim) {  // the chunk lies inside the kept columns
+#pragma unroll
+        for (int it = 0; it < CHUNK; ++it) {
+          float v[N];
+          vector_probs<false, T, N, MASKED>(p[it], mb[it], N, k, off, v);
+          nn::Pack<T, N> out;
+          out.from_float(v);
+          store_cs(out, yr + c0 + it * STEP);
+        }
+        continue;
       }
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
         const int c = c0 + it * STEP;
-#pragma unroll
-        for (int j = 0; j < N; ++j) v[it][j] = ex2(v[it][j] - base) * factor;
+        float v[N];
+        vector_probs<true, T, N, MASKED>(p[it], mb[it], lim - c, k, off, v);
         nn::Pack<T, N> out;
-        out.from_float(v[it]);
-        if (CAUSAL && c >= lim) clear(out.w);
+        out.from_float(v);
         if (c + N <= len) {
           store_cs(out, yr + c);
         } else if (c < len) {
