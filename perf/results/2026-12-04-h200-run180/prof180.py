@@ -53,8 +53,10 @@ def loop_us(f, n=20):
 
 
 def events_us(f, n=40):
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(n)]
+    ev = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+        for _ in range(n)
+    ]
     for a, b in ev:
         a.record()
         f()
@@ -67,8 +69,12 @@ for spec in sys.argv[1:]:
     op, dt, sk, sq = spec.split(":")
     f, nbytes = case(op, dt, int(sk), int(sq))
     out = []
-    for mode, nd in (("loop", False), ("loop-nodep", True), ("events", False),
-                     ("events-nodep", True)):
+    for mode, nd in (
+        ("loop", False),
+        ("loop-nodep", True),
+        ("events", False),
+        ("events-nodep", True),
+    ):
         nodep[0] = nd
         dispatch._plan_cache.clear()
         for _ in range(3):
