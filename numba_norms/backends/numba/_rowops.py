@@ -760,25 +760,21 @@ if not SIM:
 
         return types.float32(x), codegen
 
-    @intrinsic
-    def lg2(typingctx, x):
-        """``log2(x)`` with ``lg2.approx.ftz.f32`` (one MUFU.LG2, as NVRTC's kernels)."""
+    def _mufu(instr: str):
+        """An fp32 intrinsic of one PTX instruction ``instr $0, $1`` (one MUFU, as NVRTC's)."""
 
-        def codegen(context, builder, sig, args):
-            v = _f32(context, builder, sig.args[0], args[0])
-            return _asm(builder, _F32, [v], "lg2.approx.ftz.f32 $0, $1;", "=f,f")
+        @intrinsic
+        def _op(typingctx, x):
+            def codegen(context, builder, sig, args):
+                v = _f32(context, builder, sig.args[0], args[0])
+                return _asm(builder, _F32, [v], f"{instr} $0, $1;", "=f,f")
 
-        return types.float32(x), codegen
+            return types.float32(x), codegen
 
-    @intrinsic
-    def rcp(typingctx, x):
-        """``1/x`` with ``rcp.approx.ftz.f32`` (1 ulp; one MUFU.RCP, as NVRTC's kernels)."""
+        return _op
 
-        def codegen(context, builder, sig, args):
-            v = _f32(context, builder, sig.args[0], args[0])
-            return _asm(builder, _F32, [v], "rcp.approx.ftz.f32 $0, $1;", "=f,f")
-
-        return types.float32(x), codegen
+    lg2 = _mufu("lg2.approx.ftz.f32")  # log2(x), about 2^-22 absolute
+    rcp = _mufu("rcp.approx.ftz.f32")  # 1/x to 1 ulp
 
     @intrinsic
     def fmaxf(typingctx, a, b):
