@@ -236,6 +236,44 @@ def test_softmax_repeats_take_the_fast_path(sm_env):
     assert a == (0x30000, y2.data_ptr(), dx.data_ptr(), 128, 1024, 1024, 1024, 1024, 2.0, 0, 0)
 
 
+def test_softmax_cluster_rows_repeat_with_fresh_statistics(sm_env, monkeypatch):
+    """Rows of several CTAs launched as one cluster (sm_90) meet at the cluster barrier, so
+    there are no counters to zero: repeats take the fast path, each with statistics scratch of
+    its own, no barrier and no memset. Without clusters (the counter) they stay general."""
+    from numba_norms.backends.nvrtc import softmax as nv_softmax
+
+    torch, drv, general, tensor = sm_env
+    monkeypatch.setattr(dispatch, "_limits_cache", {0: DeviceLimits(sm_count=132, clusters=True)})
+    monkeypatch.setattr(nv_softmax, "active_clusters", lambda spec, cluster: 30)
+    x = tensor((1, 1, 8, 131072), torch.float32, 0x10000)
+    mask = tensor((1, 1, 8, 131072), torch.bool, 0x4000_0000)
+    y1 = nn.scaled_masked_softmax_fwd(x, mask, 0.5)
+    y2 = nn.scaled_masked_softmax_fwd(x, mask, 0.25)
+    assert len(general) == 1
+    (plan,) = dispatch._plan_cache.values()
+    assert plan.ctas_per_row == plan.cluster == 4 and plan.barrier_bytes == 0
+    assert plan.scratch_bytes > 0 and plan.grid == (4, 8, 1)  # one row group a row (8 rows)
+    (_, g1, b1, a1, s1, c1), (_, g2, b2, a2, s2, c2) = drv.launches
+    assert (g1, b1, s1, c1) == (g2, b2, s2, c2) and drv.clusters == {0: (4, 1, 1), 1: (4, 1, 1)}
+    assert _same_but(a1, a2, (2, 11, 12, 13)) and a2[2] == y2.data_ptr() != y1.data_ptr()
+    assert a1[12] and a2[12] and a2[12] != a1[12]  # fresh statistics scratch each call
+    assert a2[13] == 0 and not drv.memsets
+    dy = tensor((1, 1, 8, 131072), torch.float32, 0x8000_0000)
+    dx1 = nn.scaled_softmax_bwd(dy, y2, 2.0)
+    dx2 = nn.scaled_softmax_bwd(dy, y2, 2.0)
+    assert len(general) == 2 and len(dispatch._plan_cache) == 2
+    bwd = drv.launches[-1][3]
+    assert bwd[:3] == (0x8000_0000, y2.data_ptr(), dx2.data_ptr())
+    assert dx2.data_ptr() != dx1.data_ptr()
+    assert bwd[9] and bwd[10] == 0 and not drv.memsets
+    # the counter path (no clusters) keeps every call general: its counters need zeroing
+    monkeypatch.setattr(dispatch, "_limits_cache", {0: DeviceLimits(sm_count=132)})
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    for _ in range(2):
+        nn.scaled_masked_softmax_fwd(x, mask, 0.5)
+    assert len(general) == 4 and len(drv.memsets) == 2
+
+
 def test_softmax_backward_signatures_keep_the_rank_check(sm_env):
     torch, drv, general, tensor = sm_env
     dy, y = tensor((4, 64, 64), torch.float16, 0x10000), tensor((4, 64, 64), torch.float16, 0x20000)

@@ -7,7 +7,9 @@ earlier call that went through the general path without error passes exactly the
 and gets exactly the same plan, so it only needs its pointers read, its outputs allocated and
 its launcher called. The general path records such signatures (the ``remember_*`` functions);
 anything else (other array kinds, explicit streams, FP8 scale/amax, the fused add, plans that
-need an inter-CTA barrier, empty inputs) always takes the general path.
+need an inter-CTA barrier, empty inputs) always takes the general path. Softmax rows of several
+CTAs launched as one cluster need no barrier (the CTAs meet at the cluster's), only statistics
+scratch, which such a call takes fresh from torch's allocator as the general path does.
 """
 
 from __future__ import annotations
@@ -91,16 +93,22 @@ def _bind_torch() -> bool:
     return True
 
 
-def _last_launch(rows: int, cols: int, barrier_free: bool = True) -> tuple | None:
+def _last_launch(
+    rows: int, cols: int, barrier_free: bool = True, cluster_rows: bool = False
+) -> tuple | None:
     """(backend, plan, backend module, plan-cache key) of the general-path launch this thread
     just made, if the fast path can repeat it: rows to run, torch bound, no scratch (or, with
-    ``barrier_free`` False, scratch but one CTA a row)."""
+    ``barrier_free`` False, scratch but one CTA a row; with ``cluster_rows``, also rows of
+    several CTAs launched as one cluster: scratch but no barrier counters to zero)."""
     last = getattr(dispatch._local, "launch", None)
     dispatch._local.launch = None
     if last is None or rows == 0 or cols == 0:
         return None
     plan = last[1]
-    if plan.ctas_per_row > 1 or (barrier_free and plan.scratch_bytes):
+    clustered = cluster_rows and plan.cluster > 1 and not plan.barrier_bytes
+    if plan.ctas_per_row > 1 and not clustered:
+        return None
+    if barrier_free and plan.scratch_bytes and not clustered:
         return None
     if _tensor_type is _Unbound and not _bind_torch():
         return None
@@ -426,6 +434,21 @@ def _softmax_output(out: Any, like: Any, pairs: tuple, ptrs: list) -> Any:
     return out if _disjoint(pairs, ptrs) else None
 
 
+def _stats_scratch(plan: Any) -> tuple[int, int] | None:
+    """(scratch bytes, statistics offset) of a cluster plan's CTAs-a-row exchange, or None."""
+    return (plan.scratch_bytes, plan.stats_offset) if plan.ctas_per_row > 1 else None
+
+
+def _stats(stats: tuple[int, int] | None, device: Any) -> int:
+    """Address of fresh statistics scratch for a remembered cluster plan (0: none needed).
+
+    Stream-ordered like the general path's: torch's caching allocator reuses the block only
+    after this stream's launch, and the kernel writes every slot before it reads it."""
+    if stats is None:
+        return 0
+    return _empty(stats[0], dtype=_uint8, device=device).data_ptr() + stats[1]
+
+
 def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
     """y of a remembered softmax forward signature, or None (take the general path)."""
     if not _finite(scale) or not isinstance(x, _tensor_type):
@@ -437,13 +460,13 @@ def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
         return None
     if entry is None:
         return None
-    fire, backend, index, rows, cols, xs, ys, ms, sq, heads, mask_batch, spans = entry
+    fire, backend, index, rows, cols, xs, ys, ms, sq, heads, mask_batch, spans, stats = entry
     y = _softmax_output(out, x, spans, ptrs)
     if y is None:
         return None
     fire(
         _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, xs, ys, ms, sq, heads,
-        mask_batch, scale, 0, 0,
+        mask_batch, scale, _stats(stats, x.device), 0,
     )  # fmt: skip
     dispatch._local.backend = backend
     return y
@@ -452,7 +475,7 @@ def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
 def remember_softmax_fwd(variant: str, x, mask, out, y, yt, xt, mt, rows: int, cols: int) -> None:
     """Record a softmax forward signature that just ran on the general path (``y``: the
     returned array, ``yt``: its ingested tensor)."""
-    last = _last_launch(rows, cols)
+    last = _last_launch(rows, cols, cluster_rows=True)
     if last is None:
         return
     backend, plan, mod, ck = last
@@ -472,7 +495,7 @@ def remember_softmax_fwd(variant: str, x, mask, out, y, yt, xt, mt, rows: int, c
     entry = (
         fire, backend, xt.device, rows, cols, xt.rows_cols()[2], yt.rows_cols()[2],
         0 if mt is None else mt.rows_cols()[2], sq, heads, 1 if mt is None else mt.shape[0],
-        spans,
+        spans, _stats_scratch(plan),
     )  # fmt: skip
     _store(_sm_fwd, key, ck, plan, entry)
 
@@ -488,12 +511,13 @@ def run_softmax_bwd(dy, y, scale, ndim: int, out) -> Any:
         return None
     if entry is None:
         return None
-    fire, backend, index, rows, cols, dys, ys, dxs, spans = entry
+    fire, backend, index, rows, cols, dys, ys, dxs, spans, stats = entry
     dx = _softmax_output(out, y, spans, ptrs)
     if dx is None:
         return None
     fire(
-        _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, dys, ys, dxs, scale, 0, 0,
+        _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, dys, ys, dxs, scale,
+        _stats(stats, y.device), 0,
     )  # fmt: skip
     dispatch._local.backend = backend
     return dx
@@ -502,7 +526,7 @@ def run_softmax_bwd(dy, y, scale, ndim: int, out) -> Any:
 def remember_softmax_bwd(dy, y, out, dx, dxt, dyt, yt, rows: int, cols: int, ndim: int) -> None:
     """Record a softmax backward signature that just ran on the general path (``dx``: the
     returned array, ``dxt``: its ingested tensor)."""
-    last = _last_launch(rows, cols)
+    last = _last_launch(rows, cols, cluster_rows=True)
     if last is None:
         return
     backend, plan, mod, ck = last
@@ -519,6 +543,6 @@ def remember_softmax_bwd(dy, y, out, dx, dxt, dyt, yt, rows: int, cols: int, ndi
     spans = None if out is None else _pairs((out,), (dy, y))
     entry = (
         fire, backend, yt.device, rows, cols, dyt.rows_cols()[2], yt.rows_cols()[2],
-        dxt.rows_cols()[2], spans,
+        dxt.rows_cols()[2], spans, _stats_scratch(plan),
     )  # fmt: skip
     _store(_sm_bwd, key, ck, plan, entry)

@@ -91,6 +91,34 @@ def test_softmax_repeat_bitwise(backend, general_calls):
     assert nn.last_backend() == backend
 
 
+def test_softmax_cluster_rows_repeat_bitwise(backend, general_calls):
+    """Rows of several CTAs in one cluster (fp32 at 131072 keys: 4 CTAs a row on the H200)
+    repeat on the fast path with fresh statistics scratch; back-to-back repeats (no sync, the
+    scratch blocks reused in stream order) give the general path's bytes."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("thread-block clusters need sm_90")
+    from numba_norms import dispatch
+
+    x = torch.randn(1, 1, 8, 131072, device="cuda", dtype=torch.float32)
+    mask = torch.rand(1, 1, 8, 131072, device="cuda") < 0.3
+    dy = torch.randn_like(x)
+    y = nn.scaled_softmax_fwd(x, 0.5)
+    for fn in (
+        lambda: nn.scaled_masked_softmax_fwd(x, mask, 0.5),
+        lambda: nn.scaled_softmax_fwd(x, 0.5),
+        lambda: nn.scaled_softmax_bwd(dy, y, 0.5),
+    ):
+        first, second = _twice(fn, general_calls)
+        assert _same(first, second)
+        n = len(general_calls)
+        more = [fn() for _ in range(4)]
+        torch.cuda.synchronize()
+        assert len(general_calls) == n and all(_same(first, m) for m in more)
+    multi = [p for p in dispatch._plan_cache.values() if p.cols == 131072 and p.ctas_per_row > 1]
+    assert multi and all(p.cluster == p.ctas_per_row and not p.barrier_bytes for p in multi)
+    assert nn.last_backend() == backend
+
+
 def test_fast_path_follows_the_current_stream(general_calls):
     x = torch.randn(16, 2048, device="cuda", dtype=torch.bfloat16)
     g = torch.ones(2048, device="cuda", dtype=torch.bfloat16)
