@@ -468,7 +468,8 @@ class SoftmaxSpec(_RowSpec):
 
     @property
     def kernel_key(self) -> tuple:
-        """Everything a compiled kernel depends on (of ctas_per_row only ``multi_cta``)."""
+        """Everything a Numba kernel depends on (of ctas_per_row only ``multi_cta``); the NVRTC
+        backend builds a module per CTA count besides (``SOFTMAX_ROW_CTAS``)."""
         c = self.config
         return (
             c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,

@@ -291,7 +291,7 @@ def test_kernels_start_with_the_dependent_launch_prologue(spec, arch):
     from tests.conftest import assert_dependent_prologue, nvrtc_ptx
 
     src = Path(nv_softmax.__file__).resolve().parent
-    defines = () if spec.multi_cta else tuple(nv_softmax._SINGLE_CTA.items())
+    defines = tuple(nv_softmax._defines(spec).items())
     ptx = nvrtc_ptx(
         nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], arch, src, defines
     )
@@ -310,8 +310,9 @@ def test_multi_cta_barrier_has_the_cluster_branch_from_sm90(op, arch):
     spec = softmax_spec(cfg, 131072, 8, H200)
     assert spec.ctas_per_row > 1
     src = Path(nv_softmax.__file__).resolve().parent
+    defines = tuple(nv_softmax._defines(spec).items())  # the count fixed, as launched
     ptx = nvrtc_ptx(
-        nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], arch, src
+        nv_softmax.kernel_source("softmax.cu"), [nv_softmax.kernel_name(spec)], arch, src, defines
     )
     want = arch == "sm_90"
     assert ("%cluster_nctarank" in ptx) is want
@@ -345,6 +346,29 @@ def test_one_cta_builds_address_a_row_with_immediate_offsets(variant):
     default = nvrtc_ptx(*args)
     assert len(_IMM_VECTOR.findall(single)) >= spec.ldgs - 1
     assert not _IMM_VECTOR.findall(default)
+
+
+def test_rows_of_several_ctas_are_built_with_their_count_fixed():
+    """Plans of several CTAs a row are built with the count fixed (SOFTMAX_ROW_CTAS), one module
+    a count: the held masked fp32 forward at 131072 keys (4 CTAs, 64 columns a thread) then
+    holds its row in registers, where the build that reads the count from the grid spills
+    56 B at 128 registers (NVRTC 13.0 and 13.5, sm_90)."""
+    import rtc
+
+    cfg = select_softmax("softmax_fwd", "masked", "fp32", 131072)
+    spec = softmax_spec(cfg, 131072, 4, H200)
+    assert spec.ctas_per_row == 4 and not spec.stream and spec.ldgs == 16
+    fixed = nv_softmax.compile_forward(spec, arch="sm_90")
+    name = nv_softmax.kernel_name(spec)
+    grid_count = rtc.compile(
+        nv_softmax.kernel_source("softmax.cu"), (name,), arch="sm_90", name="softmax_fwd.cu",
+        options=nv_softmax.NVRTC_OPTIONS, include_dirs=(Path(nv_softmax.__file__).parent,),
+    )  # fmt: skip
+    assert _nv_info(fixed.cubin).get(_EIATTR_FRAME_SIZE, [0])[0] == 0
+    assert _nv_info(grid_count.cubin).get(_EIATTR_FRAME_SIZE, [0])[0] > 0
+    two = softmax_spec(cfg, 65536, 4, H200)  # the same kernel on rows of 2 CTAs: another build
+    assert two.kernel_key == spec.kernel_key and two.ctas_per_row == 2
+    assert nv_softmax.compile_forward(two, arch="sm_90") is not fixed
 
 
 # ------------------------------------------------------------------------------------------------
@@ -598,14 +622,17 @@ def emu_dir(tmp_path_factory):
     return d
 
 
-def _emu_lib(d: Path, expr: str, multi: bool) -> ctypes.CDLL:
+def _emu_lib(d: Path, expr: str, ctas: int) -> ctypes.CDLL:
+    """The kernel built as the launcher builds it for rows of ``ctas`` CTAs (one-CTA builds
+    without the exchange, others with the count fixed)."""
     tt = expr[expr.index("<") + 1 : expr.index(",")]
-    so = d / f"k{abs(hash((expr, multi)))}.so"
+    so = d / f"k{abs(hash((expr, ctas)))}.so"
     fwd = int(expr.startswith("softmax_fwd"))
     if not so.exists():
         cmd = ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
                "-fno-strict-aliasing", f"-I{d}", f"-DKERNEL={expr}", f"-DTT={tt}",
-               f"-DSOFTMAX_MULTI_CTA={int(multi)}", f"-DIS_FWD={fwd}",
+               f"-DSOFTMAX_MULTI_CTA={int(ctas > 1)}", f"-DSOFTMAX_ROW_CTAS={ctas}",
+               f"-DIS_FWD={fwd}",
                str(d / "main.cpp"), "-o", str(so)]  # fmt: skip
         subprocess.run(cmd, check=True, capture_output=True, text=True)
     return ctypes.CDLL(str(so))
@@ -665,7 +692,7 @@ def test_emulated_forward(emu_dir, case):
     vid = nv_softmax.VARIANT_IDS[variant]
     expr = f"softmax_fwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, {vid}, 1, {pf}>"
     stats, barrier = _emu_buffers(grid, wm)
-    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    lib = _emu_lib(emu_dir, expr, grid[0])
     _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, wm * wn * 32, (sq, heads, mb),
                        (_ptr(stats), _ptr(barrier)))  # fmt: skip
 
@@ -737,7 +764,7 @@ def test_emulated_stream_forward(emu_dir, case):
     tiny = cols < sq or cols <= 2 * grid[0] * n  # rows keeping nothing, CTAs without columns
     assert cols > grid[0] * wn * 32 * n * chunk or tiny, "a case of one chunk a part"
     stats, barrier = _emu_buffers(grid, 1)
-    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    lib = _emu_lib(emu_dir, expr, grid[0])
     _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, wn * 32, (sq, heads, mb),
                        (_ptr(stats), _ptr(barrier)))  # fmt: skip
 
@@ -766,7 +793,7 @@ def test_emulated_backward(emu_dir, case):
     pf = "true" if prefetch else "false"
     expr = f"softmax_bwd<{_EMU_CT[dtype]}, {wm}, {wn}, {n}, {ldgs}, 1, {pf}>"
     stats, barrier = _emu_buffers(grid, wm)
-    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    lib = _emu_lib(emu_dir, expr, grid[0])
     _emu_check_backward(lib, dtype, rows, cols, pitch, grid, wm * wn * 32,
                         (_ptr(stats), _ptr(barrier)))  # fmt: skip
 
@@ -799,7 +826,7 @@ def test_emulated_stream_backward(emu_dir, case):
     expr = f"softmax_bwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, 1, {rv}>"
     assert cols > grid[0] * wn * 32 * n * chunk or cols < wn * 32 * n, "one chunk a part"
     stats, barrier = _emu_buffers(grid, 1)
-    lib = _emu_lib(emu_dir, expr, grid[0] > 1)
+    lib = _emu_lib(emu_dir, expr, grid[0])
     _emu_check_backward(lib, dtype, rows, cols, pitch, grid, wn * 32, (_ptr(stats), _ptr(barrier)))
 
 

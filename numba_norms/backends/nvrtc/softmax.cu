@@ -14,13 +14,29 @@
 #include "norms.cuh"
 
 // The launcher compiles kernels for plans with one CTA a row with SOFTMAX_MULTI_CTA=0, which
-// drops the inter-CTA exchange and makes the CTA count a constant. The default build serves any
-// number of CTAs a row, as the contract says.
+// drops the inter-CTA exchange and makes the CTA count a constant, and for plans of several with
+// SOFTMAX_ROW_CTAS=<their count>, which makes the count, and so the column step, a constant too
+// (the masked fp32 forward at 131072 keys, 4 CTAs a row: 56 B of spills -> none). The default
+// build serves any number of CTAs a row (gridDim.x), as the contract says.
 #ifndef SOFTMAX_MULTI_CTA
 #define SOFTMAX_MULTI_CTA 1
 #endif
+#ifndef SOFTMAX_ROW_CTAS
+#define SOFTMAX_ROW_CTAS 0
+#endif
 
 namespace nnsm {
+
+// CTAs sharing a row: 1 in a one-CTA build, SOFTMAX_ROW_CTAS where the build fixes it (a grid
+// of another width traps), else the grid's x.
+__device__ __forceinline__ int row_ctas() {
+  if (!SOFTMAX_MULTI_CTA) return 1;
+  if (SOFTMAX_ROW_CTAS > 0) {
+    if (gridDim.x != SOFTMAX_ROW_CTAS) __trap();
+    return SOFTMAX_ROW_CTAS;
+  }
+  return gridDim.x;
+}
 
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
@@ -372,10 +388,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const int lane = threadIdx.x % 32;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
-  // CTAs sharing a row. A single-CTA build has the count, and so the column step, as constants:
-  // each vector's address is then the row's plus an immediate, not recomputed from gridDim
-  // (H200 run 132: aligned_causal 32768 keys 1.13x, every other shape within the spread).
-  const int ctas = SOFTMAX_MULTI_CTA ? gridDim.x : 1;
+  // CTAs sharing a row. One-CTA and fixed-count builds have the count, and so the column step,
+  // as constants: each vector's address is then the row's plus an immediate, not recomputed from
+  // gridDim (H200 run 132, one CTA: aligned_causal 32768 keys 1.13x, the rest within spread).
+  const int ctas = nnsm::row_ctas();
   if (!SOFTMAX_MULTI_CTA && gridDim.x > 1) __trap();  // a single-CTA build launched wrongly
   const int col0 = ((blockIdx.x * WARPS_N + warp_n) * 32 + lane) * N;
   const int col_step = ctas * WARPS_N * 32 * N;
@@ -716,7 +732,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   const int lane = threadIdx.x % 32;
   const int col0 = threadIdx.x * N;
   const float k = scale * kLog2e;
-  const int ctas = SOFTMAX_MULTI_CTA ? gridDim.x : 1;  // (a one-CTA build: every CTA the row)
+  const int ctas = nnsm::row_ctas();  // (a one-CTA build: every CTA the row)
   const RowPart part(cols, ctas, N);
   __shared__ float s_max[WARPS_N];
   __shared__ float s_sum[WARPS_N];
@@ -916,7 +932,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const int lane = threadIdx.x % 32;
   const int warp_m = warp / WARPS_N;
   const int warp_n = warp % WARPS_N;
-  const int ctas = SOFTMAX_MULTI_CTA ? gridDim.x : 1;  // as in softmax_fwd
+  const int ctas = nnsm::row_ctas();  // as in softmax_fwd
   if (!SOFTMAX_MULTI_CTA && gridDim.x > 1) __trap();
   const int col0 = ((blockIdx.x * WARPS_N + warp_n) * 32 + lane) * N;
   const int col_step = ctas * WARPS_N * 32 * N;
@@ -1035,7 +1051,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int col0 = threadIdx.x * N;
-  const int ctas = SOFTMAX_MULTI_CTA ? gridDim.x : 1;  // (a one-CTA build: every CTA the row)
+  const int ctas = nnsm::row_ctas();  // (a one-CTA build: every CTA the row)
   const RowPart part(cols, ctas, N);
   const int len = part.len;
   // Double-buffered by row parity: one barrier a row, and a warp running ahead into the next

@@ -7,8 +7,9 @@ entries), ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>
 ``softmax_bwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, MIN_CTAS, REVERSE>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
-exchange, and the column step a constant), others with the full kernel. Loaded kernels are
-cached per ``(spec.kernel_key, device)`` (the key says whether CTAs share a row) and launch
+exchange, and the column step a constant), others with ``SOFTMAX_ROW_CTAS=<CTAs a row>`` (the
+exchange, the count and the column step constants). Loaded kernels are cached per
+``(spec.kernel_key, spec.ctas_per_row, device)`` and launch
 records (an :class:`rtc.Launcher`) per plan object, so a call costs a dict lookup, a few
 attribute reads and one launcher call (plus a barrier memset when a row spans several CTAs).
 """
@@ -52,6 +53,7 @@ NVRTC_OPTIONS: tuple[str, ...] = ("-minimal", "-Ofast-compile=min")
 
 _NULL = 0
 _SINGLE_CTA = {"SOFTMAX_MULTI_CTA": 0}
+_ROW_CTAS = "SOFTMAX_ROW_CTAS"
 _FWD = "softmax_fwd"
 _BWD = "softmax_bwd"
 
@@ -76,6 +78,10 @@ def kernel_name(spec: SoftmaxSpec) -> str:
     return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
 
 
+def _defines(spec: SoftmaxSpec) -> dict[str, int]:
+    return {_ROW_CTAS: spec.ctas_per_row} if spec.multi_cta else _SINGLE_CTA
+
+
 def compile_spec(
     spec: SoftmaxSpec, arch: str | None = None, options: tuple[str, ...] = ()
 ) -> rtc.CompiledModule:
@@ -83,7 +89,8 @@ def compile_spec(
 
     Specs with one CTA a row get a build without the inter-CTA exchange
     (``SOFTMAX_MULTI_CTA=0``: faster to compile, fewer registers); the same template with
-    several CTAs a row is a separate module.
+    several CTAs a row is a separate module for each count (``SOFTMAX_ROW_CTAS``: the column
+    step a constant; a launch on a grid of another width traps).
 
     Parameters
     ----------
@@ -105,7 +112,7 @@ def compile_spec(
         arch=arch,
         name=f"{spec.op}.cu",
         options=NVRTC_OPTIONS + tuple(options),
-        defines=None if spec.multi_cta else _SINGLE_CTA,
+        defines=_defines(spec),
         include_dirs=(_DIR,),
     )
 
@@ -127,7 +134,7 @@ def load(spec: SoftmaxSpec, device: int | None = None) -> Any:
     """
     if device is None:
         device = current_device("NVRTC softmax kernels")
-    key = (spec.kernel_key, device)
+    key = (spec.kernel_key, spec.ctas_per_row, device)
     k = _kernels.get(key)
     if k is not None:
         return k

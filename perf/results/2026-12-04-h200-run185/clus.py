@@ -1,8 +1,10 @@
+# ruff: noqa: B023  (each lambda runs within its own loop iteration)
 """Session 30 experiment: multi-CTA softmax rows launched as clusters (the planner's choice on
 sm_90) or through the arrival counter (planner.cluster_size patched to 1), at 131072 keys.
 
     python3 .exp/clus.py BACKEND on|off OUT.csv
 """
+
 import csv
 import os
 import statistics
@@ -32,9 +34,13 @@ for dt_name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", 
     cases = {
         "softmax_fwd": (lambda: nn.scaled_softmax_fwd(x, 0.5, out=out_t), 2 * size),
         "masked_softmax_fwd": (
-            lambda: nn.scaled_masked_softmax_fwd(x, mask, 0.5, out=out_t), 2 * size + 1),
+            lambda: nn.scaled_masked_softmax_fwd(x, mask, 0.5, out=out_t),
+            2 * size + 1,
+        ),
         "aligned_causal_softmax_fwd": (
-            lambda: nn.scaled_aligned_causal_masked_softmax_fwd(x, 0.5, out=out_t), 2 * size),
+            lambda: nn.scaled_aligned_causal_masked_softmax_fwd(x, 0.5, out=out_t),
+            2 * size,
+        ),
         "softmax_bwd": (lambda: nn.scaled_softmax_bwd(dy, y, 0.5, out=out_t), 3 * size),
     }
     for op, (fn, per) in cases.items():
@@ -53,9 +59,18 @@ for dt_name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16), ("fp32", 
         us = statistics.median(ts)
         gbs = rows * SK * per / us / 1e3
         last = plan[-1] if plan else None
-        res.append(dict(op=op, dtype=dt_name, backend=backend, mode=mode, us=round(us, 1),
-                        gbs=round(gbs, 1), grid=getattr(last, "grid", ""),
-                        cluster=getattr(last, "cluster", "")))
+        res.append(
+            dict(
+                op=op,
+                dtype=dt_name,
+                backend=backend,
+                mode=mode,
+                us=round(us, 1),
+                gbs=round(gbs, 1),
+                grid=getattr(last, "grid", ""),
+                cluster=getattr(last, "cluster", ""),
+            )
+        )
         dispatch._plan_cache.clear()
         print(res[-1], flush=True)
 with open(out, "w", newline="") as f:

@@ -3,6 +3,7 @@
 
     python3 .exp/host186.py BACKEND LABEL OUT.csv
 """
+
 import csv
 import os
 import statistics
@@ -41,8 +42,15 @@ for name, fn in cases.items():
         torch.cuda.synchronize()
         per.append((time.perf_counter() - t0) / 200 * 1e6)
     plans = [p for p in dispatch._plan_cache.values() if p.cols == x.shape[-1]]
-    rows.append(dict(case=name, backend=backend, tree=label, us=round(statistics.median(per), 2),
-                     plans=";".join(f"cpr{p.ctas_per_row}/cl{p.cluster}" for p in plans)))
+    rows.append(
+        dict(
+            case=name,
+            backend=backend,
+            tree=label,
+            us=round(statistics.median(per), 2),
+            plans=";".join(f"cpr{p.ctas_per_row}/cl{p.cluster}" for p in plans),
+        )
+    )
     print(rows[-1], flush=True)
 with open(out, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0]))
