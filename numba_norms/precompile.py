@@ -59,6 +59,14 @@ def all_specs(
             if spec.kernel_key not in seen:
                 seen.add(spec.kernel_key)
                 yield "softmax", cfg.is_backward, spec
+        if cfg.keys > cfg.max_cols:
+            # A measured entry timed on rows of several CTAs: its kernel for that count too (the
+            # NVRTC build fixes the count), at the entry's own vector width.
+            spec = planner.softmax_spec(cfg, cfg.keys, cfg.num_elts, _LIMITS)
+            key = (spec.kernel_key, spec.ctas_per_row)
+            if key not in seen:
+                seen.add(key)
+                yield "softmax", cfg.is_backward, spec
 
 
 def _widths(n: int) -> tuple[int, ...]:

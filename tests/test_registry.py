@@ -245,6 +245,22 @@ def test_measured_softmax_selection():
     assert not set(measured) & set(r.softmax_configs(measured=False))
 
 
+def test_precompile_walks_the_several_cta_builds_of_long_entries():
+    """Measured softmax entries timed on rows of several CTAs (131072 keys over 32768-column
+    CTAs) are precompiled for that count as well: the NVRTC build fixes it."""
+    from numba_norms import precompile
+
+    specs = [s for _, _, s in precompile.all_specs(("softmax",))]
+    long = [c for c in r.softmax_configs() if c.origin == "measured" and c.keys > c.max_cols]
+    assert long
+    for cfg in long:
+        want = -(-cfg.keys // cfg.max_cols)
+        assert any(s.config == cfg and s.ctas_per_row == want for s in specs), cfg
+    assert any(s.ctas_per_row == 1 for s in specs)
+    counts = [(s.kernel_key, s.ctas_per_row) for s in specs]
+    assert len(counts) == len(set(counts))
+
+
 def test_softmax_entries_validate():
     with pytest.raises(ValueError, match="warps_n == 1"):
         r.SoftmaxConfig("softmax_fwd", "warp", 256, "bf16", 4, 2)
