@@ -171,7 +171,7 @@ class _RowSpec:
     def grid_of_rows(self) -> bool:
         """Launch a row group per CTA instead of the persistent grid (the config's ``grid``)
         where a row takes one CTA (a general entry's longer rows take several: those keep the
-        persistent grid)."""
+        persistent grid, unless :func:`row_plan` launches each row as one cluster)."""
         return self.config.grid == "rows" and self.ctas_per_row == 1
 
 
@@ -325,7 +325,9 @@ def row_plan(
     persistent grid is resident at once; without it the occupancy's figure is used (at most the
     spec's ``ctas_per_sm_cap`` an SM: streaming softmax entries). A spec with ``grid_of_rows``
     gets one row group per ``warps_m`` rows instead (at most ``limits.max_grid_y``; its CTAs
-    then loop over the rest as the persistent ones do).
+    then loop over the rest as the persistent ones do), and so does a softmax entry timed on
+    the grid of rows with rows of several CTAs, where they launch as one cluster (uncapped: the
+    hardware places clusters as they fit).
     """
     if rows < 1 or cols < 1:
         raise PlanError(f"rows and cols must be >= 1, got {rows} x {cols}")
@@ -339,18 +341,28 @@ def row_plan(
         raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
     warps_m = spec.warps_m
     ctas_per_row = spec.ctas_per_row
-    cap = spec.ctas_per_sm_cap
+    cluster = cluster_size(ctas_per_row, limits)
+    if cluster > 1 and max_active_clusters is not None and max_active_clusters < 1:
+        cluster = 1  # the driver cannot place such a cluster: the counter path
+    # A cluster is placed whole and waits for nothing outside it, so softmax rows of several
+    # CTAs can take the grid of all rows too: entries timed so (on rows longer than a CTA's
+    # part, run 201). The counter path's CTAs wait for each other across the grid and must all
+    # be resident (the persistent grid); entries timed on one CTA a row keep the persistent
+    # grid for longer rows, as norm entries do.
+    rows_grid = spec.grid_of_rows or (
+        isinstance(spec, SoftmaxSpec)
+        and spec.config.grid == "rows"
+        and spec.config.keys > spec.config.max_cols
+        and cluster > 1
+    )
+    cap = None if rows_grid else spec.ctas_per_sm_cap
     resident = limits.sm_count * (max_active_per_sm if cap is None else min(cap, max_active_per_sm))
     if ctas_per_row > resident:
         raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
-    groups = limits.max_grid_y if spec.grid_of_rows else resident // ctas_per_row
+    groups = limits.max_grid_y if rows_grid else resident // ctas_per_row
     capped = cap is not None and cap < max_active_per_sm  # (no dependent launch: see above)
-    cluster = cluster_size(ctas_per_row, limits)
-    if cluster > 1 and max_active_clusters is not None:
-        if max_active_clusters < 1:
-            cluster = 1  # the driver cannot place such a cluster: the counter path
-        else:
-            groups = min(groups, max_active_clusters)
+    if cluster > 1 and max_active_clusters is not None and not rows_grid:
+        groups = min(groups, max_active_clusters)
     ctas_per_col = max(1, min(groups, math.ceil(rows / warps_m), limits.max_grid_y))
     multi = ctas_per_row > 1
     counter = multi and cluster == 1
@@ -455,10 +467,13 @@ class SoftmaxSpec(_RowSpec):
 
     @property
     def ctas_per_sm_cap(self) -> int | None:
-        """A streaming entry's ``min_ctas_per_sm`` also caps its grid: the rows in flight are
-        what the second read finds in L2 (run 164's prototype: 3 CTAs of 512 threads an SM
-        at 32768 bf16 keys beat 4)."""
-        return self.config.min_ctas_per_sm if self.stream else None
+        """A streaming entry's ``min_ctas_per_sm`` also caps its persistent grid: the rows in
+        flight are what the second read finds in L2 (run 164's prototype: 3 CTAs of 512 threads
+        an SM at 32768 bf16 keys beat 4). On the grid of all rows the hardware deals rows to
+        SMs as they free up, as many CTAs an SM as are resident (run 197: 1.03-1.16x over the
+        persistent grid at 8192-32768 keys; a persistent row copy ran 91.6% of the copy
+        ceiling where the same copy on a grid of rows ran 96.5%, run 196)."""
+        return self.config.min_ctas_per_sm if self.stream and not self.grid_of_rows else None
 
     @property
     def cols_per_row_pass(self) -> int:

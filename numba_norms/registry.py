@@ -1034,11 +1034,8 @@ class SoftmaxConfig:
             )
         if not 0 <= self.chunk <= MAX_STREAM_CHUNK:
             raise ValueError(f"chunk must be in [0, {MAX_STREAM_CHUNK}], got {self.chunk}")
-        if self.chunk and (self.kind != "block" or self.prefetch or self.grid != "persistent"):
-            raise ValueError(
-                "chunk (the streaming kernels) needs a block entry without prefetch on the "
-                "persistent grid"
-            )
+        if self.chunk and (self.kind != "block" or self.prefetch):
+            raise ValueError("chunk (the streaming kernels) needs a block entry without prefetch")
         if self.reverse and not self.chunk:
             raise ValueError("reverse (the streaming second pass) needs chunk > 0")
 

@@ -9,13 +9,15 @@ register caps (``__launch_bounds__`` min CTAs per SM) and with the software pipe
 (``prefetch``; the backward's since session 7). Problems are the benchmark's
 (``perf/_bench_cases.py``: b=4, h=32, sq=sk, at most 2^27 elements), so are the byte counts.
 Every candidate's output is checked against an fp32 torch reference before it may win.
-``--grids persistent rows`` times each shape whose row takes one CTA on both launch grids
-(``SoftmaxConfig.grid``); a winner on the grid of all rows carries ``"grid": "rows"``.
+``--grids persistent rows`` times each shape whose row takes one CTA, or one cluster (2-8 CTAs),
+on both launch grids (``SoftmaxConfig.grid``); a winner on the grid of all rows carries
+``"grid": "rows"``.
 ``--stream`` times, instead of those stages, the streaming kernels (``SoftmaxConfig.chunk``:
 CTAs that read their part of a row twice; forward and backward) in every block shape, chunk and
-CTAs an SM of ``STREAM_SHAPES``, on 1, 2 or 4 CTAs a row past 32768 keys (``STREAM_CTAS``), the
-second pass walked forwards and back (``reverse``); a winner carries ``"chunk"`` (and
-``"reverse"``).
+CTAs an SM of ``STREAM_SHAPES``, on 1, 2 or 4 CTAs a row past 32768 keys (``STREAM_CTAS``;
+``--stream-ctas`` for other counts), the second pass walked forwards and back (``reverse``), on
+each grid of ``--grids`` (rows of several CTAs on the grid of rows: a cluster a row); a winner
+carries ``"chunk"`` (and ``"reverse"``, ``"grid"``).
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
@@ -114,14 +116,16 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
     return out
 
 
-def stream_candidates(op: str, variant: str, dtype: str, cols: int) -> list:
+def stream_candidates(
+    op: str, variant: str, dtype: str, cols: int, row_ctas: tuple = STREAM_CTAS
+) -> list:
     """The streaming kernel of ``op`` in every shape of STREAM_SHAPES, the second pass walked
-    forwards and back, on one CTA a row and (past 32768 keys) each count of STREAM_CTAS."""
+    forwards and back, on one CTA a row and (past 32768 keys) each count of ``row_ctas``."""
     vec = 16 // registry.itemsize(dtype)
     out = []
     for wn, chunk, m in STREAM_SHAPES:
         span = max(wn * 32 * vec, 1 << (cols - 1).bit_length())
-        for ctas in STREAM_CTAS if cols > 32768 else (1,):
+        for ctas in row_ctas if cols > 32768 else (1,):
             if span // ctas < wn * 32 * vec:
                 continue
             for reverse in (False, True):
@@ -158,13 +162,14 @@ def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry
 
 
 def with_grids(cfgs: list, cols: int, grids: list[str]) -> list:
-    """``cfgs`` on each launch grid of ``grids``; the grid of all rows only where a row takes
-    one CTA (longer rows keep the persistent grid whatever the entry says)."""
+    """``cfgs`` on each launch grid of ``grids``; the grid of all rows where a row takes one CTA
+    or its CTAs fit one cluster (the planner launches those a cluster a row where the device
+    has clusters; longer rows keep the persistent grid whatever the entry says)."""
     return [
         dataclasses.replace(c, grid=g)
         for c in cfgs
         for g in grids
-        if g == "persistent" or c.max_cols >= cols
+        if g == "persistent" or -(-cols // c.max_cols) <= planner.MAX_CLUSTER
     ]
 
 
@@ -371,7 +376,11 @@ def run(args) -> int:
                     stage = list(dict.fromkeys(stage + with_grids(stage, cols, args.grids)))
                     labels: tuple = ("refine",)
                 elif args.stream:
-                    stage = stream_candidates(op, variant, dtype, cols)
+                    stage = with_grids(
+                        stream_candidates(op, variant, dtype, cols, tuple(args.stream_ctas)),
+                        cols,
+                        args.grids,
+                    )
                     labels = ("stream",)
                 else:
                     stage = with_grids(
@@ -483,6 +492,13 @@ def main() -> int:
         "--stream",
         action="store_true",
         help="time the streaming kernels (SoftmaxConfig.chunk) in STREAM_SHAPES instead",
+    )
+    p.add_argument(
+        "--stream-ctas",
+        type=int,
+        nargs="+",
+        default=list(STREAM_CTAS),
+        help="--stream: CTAs a row past 32768 keys (default: STREAM_CTAS)",
     )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")

@@ -178,6 +178,58 @@ def test_capped_streaming_grids_are_not_dependent_launches():
     assert full.grid == (1, 3 * 132, 1) and full.dependent
 
 
+def test_streaming_entries_on_the_grid_of_rows():
+    """A streaming entry on the grid of all rows: a CTA a row (the hardware deals rows to SMs as
+    they free up), no cap on the CTAs an SM, so a dependent launch like other grids of rows;
+    rows longer than its CTA keep the persistent grid (and the cap); the kernel is the same."""
+    hopper = dataclasses.replace(H200, dependent_launch=True)
+    cfg = r.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=3, chunk=2, grid="rows"
+    )
+    spec = p.softmax_spec(cfg, 32768, 8, hopper)
+    assert spec.stream and spec.grid_of_rows and spec.ctas_per_sm_cap is None
+    plan = p.softmax_plan(spec, 4096, 32768, hopper, 4)
+    assert plan.grid == (1, 4096, 1) and plan.dependent and plan.scratch_bytes == 0
+    assert p.softmax_plan(spec, 100000, 32768, hopper, 4).grid == (1, 65535, 1)
+    persistent = p.softmax_spec(dataclasses.replace(cfg, grid="persistent"), 32768, 8, hopper)
+    assert persistent.kernel_key == spec.kernel_key  # the grid is the launch's, not the kernel's
+    longer = p.softmax_spec(cfg, 131072, 8, hopper)
+    assert longer.ctas_per_row == 4 and not longer.grid_of_rows and longer.ctas_per_sm_cap == 3
+    assert p.softmax_plan(longer, 4096, 131072, hopper, 4).grid == (4, 99, 1)
+
+
+def test_rows_of_cluster_ctas_on_the_grid_of_rows():
+    """Where a row's CTAs are one cluster (sm_90+), an entry timed on the grid of rows with
+    rows of several CTAs launches a cluster a row, however many clusters fit at once (the
+    hardware places them as SMs free up); without clusters (the arrival counter: every CTA
+    must be resident), where the driver can place no such cluster, or for an entry timed on
+    one CTA a row, the persistent grid. Held and streaming entries alike."""
+    hopper = dataclasses.replace(H200, clusters=True, dependent_launch=True)
+    for chunk in (2, 0):
+        cfg = r.SoftmaxConfig(
+            "softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=3, chunk=chunk,
+            grid="rows", keys=131072,
+        )  # fmt: skip
+        spec = p.softmax_spec(cfg, 131072, 8, hopper)
+        assert spec.ctas_per_row == 4 and not spec.grid_of_rows
+        plan = p.softmax_plan(spec, 1024, 131072, hopper, 4, max_active_clusters=30)
+        assert plan.grid == (4, 1024, 1) and plan.cluster == 4 and plan.ctas_per_col == 1024
+        assert not plan.cooperative and plan.barrier_bytes == 0 and not plan.dependent
+        assert plan.stats_bytes == 2 * 1024 * 1 * 4 * 2 * 4
+        persistent = p.softmax_plan(
+            p.softmax_spec(dataclasses.replace(cfg, grid="persistent"), 131072, 8, hopper),
+            1024, 131072, hopper, 4, max_active_clusters=30,
+        )  # fmt: skip
+        assert persistent.grid == (4, 30, 1)
+        counter = p.softmax_plan(p.softmax_spec(cfg, 131072, 8, H200), 1024, 131072, H200, 4)
+        assert counter.cluster == 1 and counter.grid[1] < 1024 and counter.barrier_bytes > 0
+        unplaced = p.softmax_plan(spec, 1024, 131072, hopper, 4, max_active_clusters=0)
+        assert unplaced.cluster == 1 and unplaced.grid[1] < 1024
+        one_cta = p.softmax_spec(dataclasses.replace(cfg, keys=32768), 131072, 8, hopper)
+        timed_short = p.softmax_plan(one_cta, 1024, 131072, hopper, 4, max_active_clusters=30)
+        assert timed_short.cluster == 4 and timed_short.grid == (4, 30, 1)
+
+
 def test_multi_cta_rows_run_as_clusters_where_the_device_has_them():
     """sm_90+ limits: a row group of 2-8 CTAs is one cluster (no cooperative launch, no barrier
     counter), as many groups as the driver says clusters fit; larger groups, a device that can
@@ -208,11 +260,17 @@ def test_multi_cta_rows_run_as_clusters_where_the_device_has_them():
     assert gspec.ctas_per_row == 16
     gplan = p.norm_plan(gspec, 64, 131072, hopper, 4, max_active_clusters=None)
     assert gplan.cluster == 1 and gplan.cooperative and gplan.barrier_bytes > 0
-    soft = r.select_softmax("softmax_fwd", "scaled", "fp32", 131072)  # 4 CTAs of 32768 keys
+    soft = r.select_softmax("softmax_fwd", "masked", "fp32", 131072)  # 4 CTAs of 32768 keys
     sspec = p.softmax_spec(soft, 131072, 4, hopper)
     splan = p.softmax_plan(sspec, 96, 131072, hopper, 1, max_active_clusters=30)
     assert splan.cluster == sspec.ctas_per_row > 1 and not splan.cooperative
     assert splan.ctas_per_col == 30 and splan.barrier_bytes == 0
+    # run 201's entry: 8 CTAs of 16384 keys, timed on the grid of rows: a cluster a row
+    rows = r.select_softmax("softmax_fwd", "scaled", "fp32", 131072)
+    rspec = p.softmax_spec(rows, 131072, 4, hopper)
+    rplan = p.softmax_plan(rspec, 96, 131072, hopper, 3, max_active_clusters=30)
+    assert rows.grid == "rows" and rplan.cluster == rspec.ctas_per_row == 8
+    assert rplan.grid == (8, 96, 1) and rplan.barrier_bytes == 0
 
 
 @pytest.mark.parametrize(
@@ -343,16 +401,16 @@ def test_measured_softmax_plans():
     spec = p.softmax_spec(cfg, 131072, 4, H200)
     assert spec.ctas_per_row == 4 and spec.cols_per_row_pass == 131072
     assert p.softmax_spec(cfg, 40000, 4, H200).ctas_per_row == 2
-    parts = r.select_softmax("softmax_fwd", "masked", "bf16", 131072)  # run 175: 4 parts a row
-    assert parts.chunk and parts.max_cols == 32768
-    assert p.softmax_spec(parts, 131072, 8, H200).ctas_per_row == 4
+    parts = r.select_softmax("softmax_fwd", "masked", "bf16", 131072)  # run 201: 8 parts a row
+    assert parts.chunk and parts.max_cols == 16384 and parts.grid == "rows"
+    assert p.softmax_spec(parts, 131072, 8, H200).ctas_per_row == 8
     stream = r.select_softmax("softmax_fwd", "scaled", "bf16", 131072)  # run 166: one CTA a row
     assert stream.chunk and p.softmax_spec(stream, 131072, 8, H200).ctas_per_row == 1
-    capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 16384)
-    assert capped.min_ctas_per_sm == 2
-    cspec = p.softmax_spec(capped, 16384, 8, H200)
-    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-5:] == (2, False, False, False, False)
+    capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 4096)  # session 17: cap 7
+    assert capped.min_ctas_per_sm == 7
+    cspec = p.softmax_spec(capped, 4096, 8, H200)
+    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-5:] == (7, False, False, False, False)
     assert (
         cspec.kernel_key
-        != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 16384, 8, H200).kernel_key
+        != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 4096, 8, H200).kernel_key
     )

@@ -291,15 +291,17 @@ def test_agrees_with_nvrtc(monkeypatch, dtype, sk):
 @pytest.mark.parametrize(
     "op, variant, dtype, cols",
     [
-        ("softmax_bwd", "scaled", "bf16", 8192),  # capped (and pipelined: not in Numba)
-        ("softmax_fwd", "upper_triang", "bf16", 16384),  # capped at 80 registers
+        ("softmax_bwd", "scaled", "bf16", 8192),  # capped (run 41's shape, without the pipeline)
+        ("softmax_fwd", "upper_triang", "bf16", 16384),  # streaming, 8 CTAs an SM
         ("softmax_fwd", "upper_triang", "bf16", 8192),  # capped and pipelined
     ],
 )
 def test_capped_entries_do_not_spill_much(op, variant, dtype, cols):
     """Measured caps and pipelines that make NVVM's code spill heavily fall back to builds that
-    spill at most ``SPILL_LIMIT`` bytes (or to the uncapped, unpipelined build)."""
-    cfg = registry.select_softmax(op, variant, dtype, cols)
+    spill at most ``SPILL_LIMIT`` bytes (or to the uncapped, unpipelined build). The entries
+    are the Numba path's (its own where it keeps one: since run 197 the shared entries at
+    these lengths are uncapped)."""
+    cfg = registry.select_softmax(op, variant, dtype, cols, backend="numba")
     assert cfg.min_ctas_per_sm > 1 or cfg.prefetch
     spec = planner.softmax_spec(cfg, cols, cfg.num_elts, LIMITS)
     compiled = sm.compile_backward(spec) if cfg.is_backward else sm.compile_forward(spec)

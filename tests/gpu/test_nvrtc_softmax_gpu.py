@@ -340,25 +340,39 @@ def test_backward_padded(dtype):
 # ------------------------------------------------------------------------------------------------
 
 
+def _trips_or_cluster_rows(plan, rows: int) -> None:
+    """Several row trips for some CTAs, or (an entry timed on the grid of rows with rows of
+    several CTAs, run 201) a cluster a row on the grid of all rows."""
+    if plan.cluster > 1 and plan.spec.config.grid == "rows":
+        assert plan.ctas_per_col == rows and plan.row_iterations == 1
+    else:
+        assert plan.row_iterations > 1
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_many_rows(dtype, row_sync):
     """More rows than resident warps: every CTA loops over several rows (and trips), rows of
-    several CTAs as clusters and through the counter."""
+    several CTAs as clusters and through the counter (the counter's CTAs always loop; clusters
+    of entries timed on the grid of rows take a row each)."""
     rng = np.random.default_rng(2)
     resident_rows = LIMITS.sm_count * 64
     plan = _run_fwd("masked", dtype, 3, 7, resident_rows // 20 + 1, 128, 3, rng)
     assert plan.row_iterations > 1
-    plan = _run_fwd("scaled", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
-    # rows stream since runs 166 / 175 (16-bit: one CTA a row, one an SM; fp32: two CTAs a
-    # row of 32768 keys each, two an SM): several trips for some CTAs
-    assert plan.spec.stream and plan.row_iterations > 1
-    plan = _run_fwd("masked", dtype, 1, 1, 3 * LIMITS.sm_count + 1, 65536, 1, rng, repeat=True)
-    ctas = 65536 // plan.spec.config.max_cols  # 2 (fp32) or 4 (bf16 / fp16 since run 82-84)
-    assert plan.ctas_per_row == ctas > 1 and plan.row_iterations > 1
+    rows = 3 * LIMITS.sm_count + 1
+    plan = _run_fwd("scaled", dtype, 1, 1, rows, 65536, 1, rng, repeat=True)
+    # rows stream since runs 166 / 175 (16-bit: one CTA a row, one an SM; fp32: 4 CTAs a row
+    # of 16384 keys each since run 201, a cluster a row)
+    assert plan.spec.stream
+    _trips_or_cluster_rows(plan, rows)
+    plan = _run_fwd("masked", dtype, 1, 1, rows, 65536, 1, rng, repeat=True)
+    ctas = 65536 // plan.spec.config.max_cols  # 2 (fp32), 4 (fp16: runs 82-84; bf16: run 201)
+    assert plan.ctas_per_row == ctas > 1
+    _trips_or_cluster_rows(plan, rows)
     _check_row_sync(plan)
     assert (plan.cluster == ctas) == (row_sync == "cluster")
     bplan = _run_bwd(dtype, LIMITS.sm_count + 1, 131072, rng, repeat=True)
-    assert bplan.ctas_per_row > 1 and bplan.row_iterations > 1
+    assert bplan.ctas_per_row > 1
+    _trips_or_cluster_rows(bplan, LIMITS.sm_count + 1)
     _check_row_sync(bplan)
 
 
