@@ -162,11 +162,12 @@ def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry
 
 
 def with_grids(cfgs: list, cols: int, grids: list[str]) -> list:
-    """``cfgs`` on each launch grid of ``grids``; the grid of all rows where a row takes one CTA
-    or its CTAs fit one cluster (the planner launches those a cluster a row where the device
-    has clusters; longer rows keep the persistent grid whatever the entry says)."""
+    """``cfgs`` on each launch grid of ``grids``, as entries timed at ``cols`` keys (the planner
+    launches rows of several CTAs of an entry on the grid of rows a cluster a row only where it
+    was timed so); the grid of all rows where a row takes one CTA or its CTAs fit one cluster
+    (longer rows keep the persistent grid whatever the entry says)."""
     return [
-        dataclasses.replace(c, grid=g)
+        dataclasses.replace(c, grid=g, keys=cols)
         for c in cfgs
         for g in grids
         if g == "persistent" or -(-cols // c.max_cols) <= planner.MAX_CLUSTER

@@ -100,7 +100,7 @@ def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
     back by the registry)."""
     monkeypatch.syspath_prepend(str(ROOT / "perf"))
     ts = importlib.import_module("tune_softmax")
-    from numba_norms import registry
+    from numba_norms import planner, registry
 
     cfgs = ts.candidates("softmax_fwd", "scaled", "bf16", 32768, 64)
     both = ts.with_grids(cfgs, 32768, ["persistent", "rows"])
@@ -108,6 +108,14 @@ def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
     assert rows and all(32768 <= c.max_cols * 8 for c in rows)
     assert any(c.max_cols < 32768 for c in rows)  # rows of 2-8 CTAs: a cluster a row
     assert len(both) == len(cfgs) + len(rows) < 2 * len(cfgs)  # 16 CTAs a row: persistent
+    # timed at 32768 keys: on the grid of rows, rows of several CTAs plan a cluster a row
+    assert all(c.keys == 32768 for c in both)
+    limits = planner.DeviceLimits(sm_count=132, clusters=True)
+    multi = next(c for c in rows if c.max_cols == 8192)
+    plan = planner.softmax_plan(
+        planner.softmax_spec(multi, 32768, 8, limits), 4096, 32768, limits, 2
+    )
+    assert plan.cluster == 4 and plan.grid == (4, 4096, 1)
     head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
     head += "row_grid,gbs,pct_ceiling,check\n"
     body = [
