@@ -174,6 +174,12 @@ class _RowSpec:
         persistent grid, unless :func:`row_plan` launches each row as one cluster)."""
         return self.config.grid == "rows" and self.ctas_per_row == 1
 
+    @property
+    def cluster_rows_grid(self) -> bool:
+        """Rows of several CTAs may take the grid of all rows, a cluster a row, where the plan
+        launches them as clusters (softmax entries timed so; norm entries never)."""
+        return False
+
 
 @dataclass(frozen=True)
 class NormSpec(_RowSpec):
@@ -344,17 +350,10 @@ def row_plan(
     cluster = cluster_size(ctas_per_row, limits)
     if cluster > 1 and max_active_clusters is not None and max_active_clusters < 1:
         cluster = 1  # the driver cannot place such a cluster: the counter path
-    # A cluster is placed whole and waits for nothing outside it, so softmax rows of several
-    # CTAs can take the grid of all rows too: entries timed so (on rows longer than a CTA's
-    # part, run 201). The counter path's CTAs wait for each other across the grid and must all
-    # be resident (the persistent grid); entries timed on one CTA a row keep the persistent
-    # grid for longer rows, as norm entries do.
-    rows_grid = spec.grid_of_rows or (
-        isinstance(spec, SoftmaxSpec)
-        and spec.config.grid == "rows"
-        and spec.config.keys > spec.config.max_cols
-        and cluster > 1
-    )
+    # A cluster is placed whole and waits for nothing outside it, so its rows can take the grid
+    # of all rows; the counter path's CTAs wait for each other across the grid and must all be
+    # resident (the persistent grid).
+    rows_grid = spec.grid_of_rows or (spec.cluster_rows_grid and cluster > 1)
     cap = None if rows_grid else spec.ctas_per_sm_cap
     resident = limits.sm_count * (max_active_per_sm if cap is None else min(cap, max_active_per_sm))
     if ctas_per_row > resident:
@@ -474,6 +473,13 @@ class SoftmaxSpec(_RowSpec):
         persistent grid at 8192-32768 keys; a persistent row copy ran 91.6% of the copy
         ceiling where the same copy on a grid of rows ran 96.5%, run 196)."""
         return self.config.min_ctas_per_sm if self.stream and not self.grid_of_rows else None
+
+    @property
+    def cluster_rows_grid(self) -> bool:
+        """An entry timed on the grid of rows with rows of several CTAs (``keys > max_cols``,
+        run 201); entries timed on one CTA a row keep the persistent grid for longer rows."""
+        c = self.config
+        return c.grid == "rows" and self.ctas_per_row > 1 and c.keys > c.max_cols
 
     @property
     def cols_per_row_pass(self) -> int:
