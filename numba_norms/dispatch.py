@@ -7,6 +7,7 @@ cached per problem so a repeated call costs a dictionary lookup.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import threading
@@ -229,11 +230,22 @@ def _softmax_plan(
         return plan
     limits = device_limits(device)
     cfg = registry.select_softmax(op, variant, dtype, cols, backend=backend)
-    spec = planner.softmax_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
-    plan = planner.softmax_plan(
-        spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
-    )
+
+    def plan_of(cfg: registry.SoftmaxConfig) -> planner.RowPlan:
+        spec = planner.softmax_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+        return planner.softmax_plan(
+            spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
+        )
+
+    try:
+        plan = plan_of(cfg)
+    except PlanError:
+        if not cfg.stage:
+            raise
+        # A staged row longer than a CTA's shared memory (or of several CTAs): the same shape
+        # streams its second read from L2.
+        plan = plan_of(dataclasses.replace(cfg, stage=False))
     with _plan_lock:
         _plan_cache[cache_key] = plan
     return plan

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .registry import WARP_SIZE, NormConfig, SoftmaxConfig
+from .registry import WARP_SIZE, NormConfig, SoftmaxConfig, itemsize
 
 __all__ = [
     "DeviceLimits",
@@ -40,6 +40,9 @@ __all__ = [
 
 # Every scratch region starts on this boundary so any vector access inside it is aligned.
 SCRATCH_ALIGN = 256
+# Static shared memory a staged softmax CTA keeps beside its row (the per-warp reductions and
+# cluster slots take a few hundred bytes).
+STAGE_RESERVE = 1024
 # The kernels index columns with 32-bit ints: the longest row the streaming softmax kernels
 # serves leaves room for its column step (at most 2^17 columns a chunk) without overflow.
 STREAM_MAX_COLS = 2**31 - 2**20
@@ -180,6 +183,10 @@ class _RowSpec:
         launches them as clusters (softmax entries timed so; norm entries never)."""
         return False
 
+    def stage_bytes(self, cols: int) -> int:
+        """Dynamic shared memory a CTA stages its row in (0: none; softmax ``stage``)."""
+        return 0
+
 
 @dataclass(frozen=True)
 class NormSpec(_RowSpec):
@@ -274,6 +281,9 @@ class RowPlan:
     order those SMs finish last (run 180: the bf16 streaming forward at 32768 keys, 3 CTAs an SM
     where 4 fit, ran 1.13-1.16x slower back to back than launched after a finished kernel).
 
+    ``shared_bytes``: dynamic shared memory a CTA (a staged softmax row, ``SoftmaxConfig.stage``;
+    0 otherwise).
+
     ``cluster``: CTAs per thread-block cluster (1: none). A multi-CTA row group launched as a
     cluster synchronises with ``barrier.cluster`` (hardware, within a GPC) instead of the
     arrival counter in global memory; it needs no cooperative launch and no counter memset, and
@@ -345,6 +355,14 @@ def row_plan(
         )
     if max_active_per_sm < 1:
         raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
+    shared = spec.stage_bytes(cols)
+    if shared and (spec.ctas_per_row > 1 or not spec.grid_of_rows):
+        raise PlanError("a staged row needs one CTA a row on the grid of rows")
+    if shared + STAGE_RESERVE > limits.max_shared_per_block_optin:
+        raise PlanError(
+            f"a staged row of {cols} columns needs {shared} bytes of shared memory; a CTA may "
+            f"have {limits.max_shared_per_block_optin - STAGE_RESERVE}"
+        )
     warps_m = spec.warps_m
     ctas_per_row = spec.ctas_per_row
     cluster = cluster_size(ctas_per_row, limits)
@@ -386,7 +404,7 @@ def row_plan(
         cols=cols,
         grid=(ctas_per_row, ctas_per_col, 1),
         block=(spec.threads, 1, 1),
-        shared_bytes=0,
+        shared_bytes=shared,
         ctas_per_row=ctas_per_row,
         ctas_per_col=ctas_per_col,
         cooperative=cooperative,
@@ -481,6 +499,13 @@ class SoftmaxSpec(_RowSpec):
         c = self.config
         return c.grid == "rows" and self.ctas_per_row > 1 and c.keys > c.max_cols
 
+    def stage_bytes(self, cols: int) -> int:
+        """``config.stage``: the row as loaded, every vector of it (the last one whole), each in
+        at least a 32-bit word (the Numba kernels stage words)."""
+        if not self.config.stage:
+            return 0
+        return -(-cols // self.num_elts) * max(self.num_elts * itemsize(self.config.dtype), 4)
+
     @property
     def cols_per_row_pass(self) -> int:
         if self.stream:
@@ -494,7 +519,7 @@ class SoftmaxSpec(_RowSpec):
         c = self.config
         return (
             c.op, c.variant, c.dtype, c.warps_m, c.warps_n, self.num_elts, self.ldgs,
-            c.min_ctas_per_sm, c.prefetch, self.stream, c.reverse, self.multi_cta,
+            c.min_ctas_per_sm, c.prefetch, self.stream, c.reverse, c.stage, self.multi_cta,
         )  # fmt: skip
 
 

@@ -17,7 +17,9 @@ CTAs that read their part of a row twice; forward and backward) in every block s
 CTAs an SM of ``STREAM_SHAPES``, on 1, 2 or 4 CTAs a row past 32768 keys (``STREAM_CTAS``;
 ``--stream-ctas`` for other counts), the second pass walked forwards and back (``reverse``), on
 each grid of ``--grids`` (rows of several CTAs on the grid of rows: a cluster a row); a winner
-carries ``"chunk"`` (and ``"reverse"``, ``"grid"``).
+carries ``"chunk"`` (and ``"reverse"``, ``"grid"``). ``--stage`` adds the staged forward
+(``SoftmaxConfig.stage``: the row kept in shared memory between the passes) in STAGE_SHAPES,
+one CTA a row on the grid of rows; a winner carries ``"stage": true``.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
@@ -83,6 +85,16 @@ STREAM_SHAPES = tuple(
 # a row keeps 34-67 MB of rows in flight on 132 SMs, more than L2 holds for the second read
 # (run 172: the backward 0.91-0.96x of its held entry there).
 STREAM_CTAS = (1, 2, 4)
+# --stage: the staged forward (SoftmaxConfig.stage, one CTA a row on the grid of rows). Run 208's
+# prototype (bf16 32768 keys, the row in shared memory) ran 92.6-93.3% of the copy ceiling on
+# 8-32 warps with 2-3 CTAs an SM, holding the row as one chunk (8 vectors a thread at 16 warps).
+STAGE_SHAPES = tuple(
+    (wn, chunk, m)
+    for wn in (8, 16, 32)
+    for chunk in (2, 4, 8)
+    for m in (1, 2, 3)
+    if wn * 32 * m <= 2048
+)
 VARIANTS = {"masked": "masked", "upper": "upper_triang", "aligned": "aligned_causal"}
 
 
@@ -138,6 +150,24 @@ def stream_candidates(
     return out
 
 
+def staged_candidates(op: str, variant: str, dtype: str, cols: int) -> list:
+    """The staged streaming forward (``stage``) in every shape of STAGE_SHAPES, one CTA a row on
+    the grid of rows, timed at ``cols`` keys (none for the backward or the masked variant)."""
+    if op != "softmax_fwd" or variant == "masked":
+        return []
+    vec = 16 // registry.itemsize(dtype)
+    out = []
+    for wn, chunk, m in STAGE_SHAPES:
+        span = max(wn * 32 * vec, 1 << (cols - 1).bit_length())
+        out.append(
+            registry.SoftmaxConfig(
+                op, "block", span, dtype, 1, wn, 16, variant, m, keys=cols, grid="rows",
+                chunk=chunk, stage=True,
+            )
+        )  # fmt: skip
+    return out
+
+
 def load_refine(paths: list[str]) -> dict:
     """Passing rows of earlier sweeps grouped by (benchmark op, dtype, cols); a later file's
     rows of a problem replace an earlier one's."""
@@ -157,7 +187,7 @@ def config_of(r: dict, op: str, variant: str, pipeline: bool = True) -> registry
         16 if r["kind"] == "block" else min(16, max_cols // 32 * size), variant,
         int(r["min_ctas_per_sm"]), prefetch=pipeline and bool(int(r.get("prefetch") or 0)),
         grid=r.get("row_grid") or "persistent", chunk=int(r.get("chunk") or 0),
-        reverse=bool(int(r.get("reverse") or 0)),
+        reverse=bool(int(r.get("reverse") or 0)), stage=bool(int(r.get("stage") or 0)),
     )  # fmt: skip
 
 
@@ -184,7 +214,7 @@ def refine_candidates(rows: list[dict], op: str, variant: str, top: int, pipelin
     for r in sorted(rows, key=lambda r: float(r["median_us"])):
         shape = (r["kind"], int(r["max_cols"]), int(r["warps_m"]), int(r["warps_n"]))
         shape += (r.get("row_grid") or "persistent", int(r.get("chunk") or 0))
-        shape += (int(r.get("reverse") or 0),)
+        shape += (int(r.get("reverse") or 0), int(r.get("stage") or 0))
         if shape in shapes:
             continue
         shapes.add(shape)
@@ -254,6 +284,7 @@ def winners_from_csv(
                 **({"grid": w["row_grid"]} if w.get("row_grid") == "rows" else {}),
                 **({"chunk": int(w["chunk"])} if int(w.get("chunk") or 0) else {}),
                 **({"reverse": True} if int(w.get("reverse") or 0) else {}),
+                **({"stage": True} if int(w.get("stage") or 0) else {}),
                 rows=int(w["rows"]), gbs=float(w["gbs"]), pct_ceiling=float(w["pct_ceiling"]),
                 baseline_gbs=float(base["gbs"]) if base else None, run=source[bop, dtype, cols],
             )
@@ -295,8 +326,8 @@ def run(args) -> int:
     t_end = time.monotonic() + args.time_budget
     fields = [
         "op", "dtype", "rows", "cols", "label", "kind", "max_cols", "ctas_per_row", "warps_m",
-        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "chunk", "reverse",
-        "elts_per_thread", "regs",
+        "warps_n", "min_ctas_per_sm", "prefetch", "row_grid", "chunk", "reverse", "stage",
+        "shared_bytes", "elts_per_thread", "regs",
         "occupancy", "grid",
         "median_us", "p20_us", "p80_us", "gbs", "pct_ceiling", "vs_baseline", "check",
     ]  # fmt: skip
@@ -322,9 +353,10 @@ def run(args) -> int:
                 kind=cfg.kind, max_cols=cfg.max_cols, ctas_per_row=plan.ctas_per_row,
                 warps_m=cfg.warps_m, warps_n=cfg.warps_n, min_ctas_per_sm=cfg.min_ctas_per_sm,
                 prefetch=int(cfg.prefetch), row_grid=cfg.grid, chunk=cfg.chunk,
-                reverse=int(cfg.reverse),
+                reverse=int(cfg.reverse), stage=int(plan.spec.config.stage),
+                shared_bytes=plan.shared_bytes,
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts, regs=k.num_regs,
-                occupancy=k.occupancy(plan.spec.threads, 0),
+                occupancy=k.occupancy(plan.spec.threads, plan.shared_bytes),
                 grid="x".join(map(str, plan.grid)), median_us=round(t.median_us, 2),
                 p20_us=round(t.p20_us, 2), p80_us=round(t.p80_us, 2), gbs=round(gbs, 1),
                 pct_ceiling=round(100 * gbs / ceiling, 1),
@@ -382,6 +414,8 @@ def run(args) -> int:
                         cols,
                         args.grids,
                     )
+                    if args.stage:
+                        stage += staged_candidates(op, variant, dtype, cols)
                     labels = ("stream",)
                 else:
                     stage = with_grids(
@@ -424,7 +458,7 @@ def run(args) -> int:
                     f"{brow['ctas_per_row']} {best.warps_m}x{best.warps_n} "
                     f"min{best.min_ctas_per_sm}{'/rows' if best.grid == 'rows' else ''}"
                     f"{f' chunk{best.chunk}' if best.chunk else ''}"
-                    f"{' rev' if best.reverse else ''}, "
+                    f"{' rev' if best.reverse else ''}{' staged' if best.stage else ''}, "
                     f"{brow['regs']} regs) "
                     f"x{base_us / best_us if base_us else 0:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
@@ -500,6 +534,11 @@ def main() -> int:
         nargs="+",
         default=list(STREAM_CTAS),
         help="--stream: CTAs a row past 32768 keys (default: STREAM_CTAS)",
+    )
+    p.add_argument(
+        "--stage",
+        action="store_true",
+        help="--stream: also the staged forward (SoftmaxConfig.stage) in STAGE_SHAPES",
     )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")

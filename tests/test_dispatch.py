@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import pytest
@@ -66,3 +67,23 @@ def test_device_limits_and_info_say_whether_launches_are_chained(monkeypatch, cc
     rows = dict(cli.info_lines())
     assert rows["launches"].startswith("chained" if chained else "plain")
     assert rows["multi-CTA rows"].startswith("clusters" if chained else "cooperative")
+
+
+def test_staged_softmax_entry_too_long_for_shared_memory_runs_unstaged(monkeypatch):
+    """A staged entry whose row does not fit a CTA's shared memory on this device plans the
+    same shape unstaged (its second read from L2) instead of failing."""
+    small = planner.DeviceLimits(sm_count=132, max_shared_per_block_optin=48 * 1024)
+    monkeypatch.setattr(dispatch, "device_limits", lambda device: small)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    staged = registry.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=2, keys=32768, chunk=4,
+        grid="rows", stage=True,
+    )  # fmt: skip
+    monkeypatch.setattr(registry, "select_softmax", lambda *a, **k: staged)
+    mod = types.SimpleNamespace(occupancy_forward=lambda s: 2, active_clusters=lambda s, c: 0)
+    args = ("nvrtc", mod, "softmax_fwd", "scaled", "bf16")
+    plan = dispatch._softmax_plan(*args, 64, 32768, ((256, 2),), 0)
+    assert not plan.spec.config.stage and plan.shared_bytes == 0
+    assert plan.spec.config == dataclasses.replace(staged, stage=False)
+    fits = dispatch._softmax_plan(*args, 64, 16384, ((256, 2),), 0)
+    assert fits.spec.config.stage and fits.shared_bytes == 32768

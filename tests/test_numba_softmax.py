@@ -330,6 +330,34 @@ def test_stream_forward(variant, dtype, shape, bhq, sk, pitch):
     assert_close(y, expected, dtype, what=f"{variant} y (stream)")
 
 
+# The staged streaming forward (SoftmaxConfig.stage): the unmasked cases above on the grid of
+# rows, the row kept in dynamic shared memory between the passes; max_grid_y 4 makes CTAs loop
+# over rows (a thread overwrites its own slots row after row).
+_STAGE_SIM = [c + (g,) for c in _STREAM_SIM if c[0] != "masked" for g in (65535, 4)]
+
+
+@sim_only
+@pytest.mark.parametrize("variant, dtype, shape, bhq, sk, pitch, max_grid_y", _STAGE_SIM)
+def test_staged_stream_forward(monkeypatch, variant, dtype, shape, bhq, sk, pitch, max_grid_y):
+    """The staged forward against the reference: the second pass reads the first pass's copy in
+    shared memory (partial last vectors, causal limits, rows keeping nothing)."""
+    monkeypatch.setitem(
+        globals(), "SIM_LIMITS", dataclasses.replace(SIM_LIMITS, max_grid_y=max_grid_y)
+    )
+    wn, chunk, reverse = shape
+    vec = 16 // registry.itemsize(dtype)
+    cfg = registry.SoftmaxConfig(
+        "softmax_fwd", "block", wn * 32 * vec, dtype, 1, wn, 16, variant, 1, chunk=chunk,
+        reverse=reverse, grid="rows", stage=True,
+    )  # fmt: skip
+    b, h, sq = bhq
+    x4, y, expected, _, plan = run_forward(variant, dtype, b, h, sq, sk, pitch=pitch, cfg=cfg)
+    ne = plan.spec.num_elts  # (narrower where the pitch allows no 16-byte vectors)
+    staged = -(-sk // ne) * max(ne * registry.itemsize(dtype), 4)
+    assert plan.shared_bytes == staged and plan.grid[1] == min(b * h * sq, max_grid_y)
+    assert_close(y, expected, dtype, what=f"{variant} y (staged)")
+
+
 # The streaming backward: (dtype, (warps_n, chunk, reverse), rows, sk, pitch); several chunks a
 # row, threads whose last chunk is partial or empty.
 _STREAM_BWD_SIM = [
@@ -455,6 +483,22 @@ def test_ptx_of_stream_forward(variant):
     assert len(re.findall(r"ld\.global\.cs\.v4\.u32", ptx)) == 2
     assert len(re.findall(r"st\.global\.cs\.v4\.u32", ptx)) == 2
     assert "st.global.v4" not in ptx
+
+
+@ptx_only
+def test_ptx_of_staged_stream_forward():
+    """``stage``: the first pass keeps each loaded word in the dynamic shared array (4 words a
+    16-byte vector, 2 vectors a chunk), the second reads them back instead of global memory."""
+    cfg = registry.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, 16, "scaled", 2, 32768, chunk=2,
+        grid="rows", stage=True,
+    )  # fmt: skip
+    ptx = _ptx(planner.softmax_spec(cfg, 32768, 8, H200))
+    assert ".local" not in ptx
+    assert len(re.findall(r"ld\.global\.v4\.u32", ptx)) == 2
+    assert "ld.global.cs" not in ptx
+    assert len(re.findall(r"st\.shared\.u32", ptx)) == 8 + 1  # (+ the warp's keep flag)
+    assert len(re.findall(r"ld\.shared\.u32", ptx)) == 8
 
 
 @ptx_only

@@ -65,7 +65,9 @@ QUICK_SPECS = [s for s in ALL_SPECS if _is_quick(s)]
 
 def _spec_id(spec: SoftmaxSpec) -> str:
     c = spec.config
-    return f"{c.op}-{c.variant}-{c.dtype}-{c.kind}{c.max_cols}-e{spec.num_elts}-l{spec.ldgs}"
+    staged = "-staged" if c.stage else ""
+    shape = f"{c.kind}{c.max_cols}-e{spec.num_elts}-l{spec.ldgs}{staged}"
+    return f"{c.op}-{c.variant}-{c.dtype}-{shape}"
 
 
 @pytest.fixture(autouse=True)
@@ -194,6 +196,32 @@ STREAM_SPECS = [
     for op, variant in _STREAM_OPS
     for cols, vec in ((131072, 16 // (4 if dtype == "fp32" else 2)), (32771, 1), (20000, 2))
 ]
+# staged forwards (SoftmaxConfig.stage: grid of rows, one CTA a row), full-width and scalar
+STREAM_SPECS += [
+    softmax_spec(
+        SoftmaxConfig(
+            "softmax_fwd",
+            "block",
+            32768,
+            dtype,
+            1,
+            wn,
+            16,
+            variant,
+            m,
+            chunk=chunk,
+            reverse=rev,
+            grid="rows",
+            stage=True,
+        ),
+        32768,
+        vec,
+        H200,
+    )  # fmt: skip
+    for dtype, wn, chunk, m, rev in _STREAM_SHAPES
+    for variant in ("scaled", "aligned_causal")
+    for vec in (16 // (4 if dtype == "fp32" else 2), 1)
+]
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
@@ -212,8 +240,9 @@ def test_compile_stream_specs(spec, arch):
             f"{spec.ldgs}, {c.min_ctas_per_sm}, {rev}>"
         )
     else:
+        st = "true" if c.stage else "false"
         assert name.startswith("softmax_fwd_stream<") and name.endswith(
-            f", {spec.ldgs}, {nv_softmax.VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {rev}>"
+            f", {spec.ldgs}, {nv_softmax.VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {rev}, {st}>"
         )
     mod = (nv_softmax.compile_backward if c.is_backward else nv_softmax.compile_forward)(
         spec, arch=arch
@@ -598,6 +627,12 @@ def _emu_source(text: str) -> str:
     text = re.sub(
         r'asm\s*(volatile\s*)?\(\s*((?:"[^"]*"\s*)+)(.*?)\);', _emu_rewrite_asm, text, flags=re.S
     )
+    # the dynamic shared memory of a staged row: a megabyte a CTA
+    text = re.sub(
+        r"extern\s+__shared__\s+__align__\(\d+\)\s+unsigned char\s+(\w+)\[\];",
+        r"auto& \1 = cta_shared<unsigned char[1 << 20], __LINE__>();",
+        text,
+    )
     return re.sub(
         r"__shared__\s+(\w+)\s+(\w+)((?:\[[^\]]+\])+);",
         lambda m: f"auto& {m.group(2)} = cta_shared<{m.group(1)}{m.group(3)}, __LINE__>();",
@@ -749,6 +784,7 @@ _EMU_STREAM = [
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stage", [False, True], ids=["load", "staged"])
 @pytest.mark.parametrize(
     "case",
     _EMU_STREAM,
@@ -756,12 +792,15 @@ _EMU_STREAM = [
         " ", ""
     ),
 )
-def test_emulated_stream_forward(emu_dir, case):
+def test_emulated_stream_forward(emu_dir, case, stage):
     dtype, (wn, n, chunk, rev), variant, rows, cols, pitch, ctas, sq, heads, mb = case
+    if stage and (variant == "masked" or isinstance(ctas, tuple)):
+        pytest.skip("stage: unmasked rows of one CTA")
     grid = ctas if isinstance(ctas, tuple) else (1, ctas)  # (CTAs a row, row groups)
     vid = nv_softmax.VARIANT_IDS[variant]
     rv = "true" if rev else "false"
-    expr = f"softmax_fwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, {vid}, 1, {rv}>"
+    st = "true" if stage else "false"
+    expr = f"softmax_fwd_stream<{_EMU_CT[dtype]}, {wn}, {n}, {chunk}, {vid}, 1, {rv}, {st}>"
     tiny = cols < sq or cols <= 2 * grid[0] * n  # rows keeping nothing, CTAs without columns
     assert cols > grid[0] * wn * 32 * n * chunk or tiny, "a case of one chunk a part"
     stats, barrier = _emu_buffers(grid, 1)

@@ -166,6 +166,37 @@ def test_tune_softmax_stream_candidates_and_winners(monkeypatch, tmp_path):
     assert ts.config_of(row, "softmax_bwd", "scaled") == dataclasses.replace(cfg, keys=0)
 
 
+def test_tune_softmax_staged_candidates_and_winners(monkeypatch, tmp_path):
+    """``tune_softmax.py --stream --stage``: the staged forward in every STAGE_SHAPES shape, one
+    CTA a row on the grid of rows (none for the backward or the masked forward); a staged winner
+    reads back as timed."""
+    monkeypatch.syspath_prepend(str(ROOT / "perf"))
+    ts = importlib.import_module("tune_softmax")
+    from numba_norms import registry
+
+    cfgs = ts.staged_candidates("softmax_fwd", "aligned_causal", "fp16", 30000)
+    assert len(set(cfgs)) == len(cfgs) == len(ts.STAGE_SHAPES)
+    assert all(c.stage and c.grid == "rows" and c.max_cols == 32768 for c in cfgs)
+    assert {c.keys for c in cfgs} == {30000} and {c.variant for c in cfgs} == {"aligned_causal"}
+    assert not ts.staged_candidates("softmax_bwd", "scaled", "bf16", 32768)
+    assert not ts.staged_candidates("softmax_fwd", "masked", "bf16", 32768)
+    head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
+    head += "row_grid,chunk,reverse,stage,gbs,pct_ceiling,check\n"
+    body = [
+        "softmax_fwd,bf16,4096,32768,baseline,block,32768,1,16,3,0,persistent,2,0,0,3600,85,ok",
+        "softmax_fwd,bf16,4096,32768,stream,block,32768,1,16,2,0,rows,8,0,1,3900,92,ok",
+        "softmax_fwd,bf16,4096,32768,stream,block,32768,1,16,2,0,rows,8,0,0,3700,88,ok",
+    ]
+    csv_path = tmp_path / "tune.csv"
+    csv_path.write_text(head + "\n".join(body) + "\n")
+    (win,) = ts.winners_from_csv([str(csv_path)], "runX")
+    assert (win["stage"], win["grid"], win["chunk"], win["gbs"]) == (True, "rows", 8, 3900)
+    cfg = registry._softmax_from_json(win)
+    assert cfg.stage and cfg.keys == 32768
+    row = dict(zip(head.strip().split(","), body[1].split(",")))
+    assert ts.config_of(row, "softmax_fwd", "scaled") == dataclasses.replace(cfg, keys=0)
+
+
 def test_tune_norms_fold_candidates(monkeypatch, tmp_path):
     """``tune_norms.py --fold``: folded copies only of one-CTA tuned RMSNorm forwards ("only"
     drops the shapes that cannot fold), and a refined row keeps its fold (the GPU image has

@@ -178,6 +178,34 @@ def test_capped_streaming_grids_are_not_dependent_launches():
     assert full.grid == (1, 3 * 132, 1) and full.dependent
 
 
+def test_staged_softmax_plans():
+    """A staged entry (``stage``): the row's vectors in dynamic shared memory (the last one
+    whole, at least a word each), a CTA a row on the grid of rows; a row past what a CTA may
+    have, or of several CTAs, is a PlanError (dispatch then runs the entry unstaged)."""
+    cfg = r.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=2, chunk=4, grid="rows",
+        stage=True,
+    )  # fmt: skip
+    spec = p.softmax_spec(cfg, 32768, 8, H200)
+    assert spec.kernel_key != p.softmax_spec(dataclasses.replace(cfg, stage=False), 32768, 8,
+                                             H200).kernel_key  # fmt: skip
+    plan = p.softmax_plan(spec, 4096, 32768, H200, 3)
+    assert plan.shared_bytes == 65536 and plan.grid == (1, 4096, 1)
+    assert p.softmax_plan(p.softmax_spec(cfg, 1001, 8, H200), 8, 1001, H200, 3).shared_bytes == (
+        126 * 16
+    )
+    assert p.softmax_plan(p.softmax_spec(cfg, 1001, 1, H200), 8, 1001, H200, 3).shared_bytes == (
+        1001 * 4  # scalar bf16 vectors: a word each
+    )
+    assert p.softmax_spec(dataclasses.replace(cfg, stage=False), 100, 8, H200).stage_bytes(100) == 0
+    small = dataclasses.replace(H200, max_shared_per_block_optin=64 * 1024)
+    with pytest.raises(p.PlanError, match="65536 bytes of shared memory"):
+        p.softmax_plan(spec, 4096, 32768, small, 3)
+    longer = p.softmax_spec(cfg, 65536, 8, H200)  # two CTAs a row
+    with pytest.raises(p.PlanError, match="one CTA a row on the grid of rows"):
+        p.softmax_plan(longer, 4096, 65536, H200, 3)
+
+
 def test_streaming_entries_on_the_grid_of_rows():
     """A streaming entry on the grid of all rows: a CTA a row (the hardware deals rows to SMs as
     they free up), no cap on the CTAs an SM, so a dependent launch like other grids of rows;
@@ -409,7 +437,8 @@ def test_measured_softmax_plans():
     capped = r.select_softmax("softmax_fwd", "scaled", "bf16", 4096)  # session 17: cap 7
     assert capped.min_ctas_per_sm == 7
     cspec = p.softmax_spec(capped, 4096, 8, H200)
-    assert cspec.ctas_per_row == 1 and cspec.kernel_key[-5:] == (7, False, False, False, False)
+    assert cspec.ctas_per_row == 1
+    assert cspec.kernel_key[-6:] == (7, False, False, False, False, False)
     assert (
         cspec.kernel_key
         != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 4096, 8, H200).kernel_key

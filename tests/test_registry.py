@@ -320,6 +320,31 @@ def test_streaming_softmax_entries_validate():
     assert r._softmax_from_json({**raw, "chunk": 0}).chunk == 0
 
 
+def test_staged_softmax_entries_validate():
+    """``stage`` only on streaming forward entries on the grid of rows, not masked; the JSON
+    field reads back (absent: False)."""
+    ok = r.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=2, chunk=4, grid="rows",
+        stage=True,
+    )  # fmt: skip
+    assert ok.stage and dataclasses.replace(ok, variant="aligned_causal").stage
+    for change in (
+        dict(grid="persistent"),
+        dict(chunk=0),
+        dict(variant="masked"),
+        dict(op="softmax_bwd"),
+    ):
+        with pytest.raises(ValueError, match="stage needs"):
+            dataclasses.replace(ok, **change)
+    raw = dict(
+        op="softmax_fwd", variant="scaled", dtype="bf16", keys=32768, kind="block",
+        max_cols=32768, warps_m=1, warps_n=16, bytes_per_ldg=16, min_ctas_per_sm=2, chunk=4,
+        grid="rows",
+    )  # fmt: skip
+    assert not r._softmax_from_json(raw).stage
+    assert r._softmax_from_json({**raw, "stage": True}) == dataclasses.replace(ok, keys=32768)
+
+
 def test_measured_softmax_entries_carry_their_grid():
     raw = dict(
         op="softmax_bwd", variant="scaled", dtype="bf16", keys=4096, kind="block", max_cols=4096,

@@ -194,6 +194,19 @@ def test_streaming_kernels(sk, dtype, reverse, part, row_sync):
     _backward(dtype, sk, _streaming("softmax_bwd", "scaled", dtype, reverse, part))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sk", [4097, 32768])
+def test_staged_streaming_forward(sk, dtype):
+    """The staged forward (``stage``: the row's words kept in dynamic shared memory between the
+    passes, a CTA a row on the grid of rows) in every unmasked variant."""
+    for variant in ("scaled", "upper_triang", "aligned_causal"):
+        cfg = registry.SoftmaxConfig(
+            "softmax_fwd", "block", 32768, dtype, 1, 16, 16, variant, 2, chunk=4, grid="rows",
+            stage=True,
+        )  # fmt: skip
+        _forward(variant, dtype, sk, cfg)
+
+
 OWN = registry.measured_softmax_configs("numba")
 
 

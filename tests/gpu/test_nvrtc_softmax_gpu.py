@@ -329,6 +329,27 @@ def test_streaming_kernels(dtype, reverse, part, monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_staged_streaming_forward(dtype, monkeypatch):
+    """The staged forward (``stage``: the row kept in dynamic shared memory between the passes,
+    a CTA a row on the grid of rows) in every unmasked variant: rows of many chunks a thread,
+    padded rows (a partial last vector, narrower vectors), full 32768-key rows (64-128 KB of
+    shared memory a CTA), bitwise-identical repeats."""
+
+    def staged(op, variant, dt, cols, **kw):
+        return registry.SoftmaxConfig(
+            op, "block", 32768, dt, 1, 16, 16, variant, 2, chunk=4, grid="rows", stage=True
+        )
+
+    monkeypatch.setattr(registry, "select_softmax", staged)
+    rng = np.random.default_rng(11)
+    for variant in ("scaled", "upper_triang", "aligned_causal"):
+        for sk, pad in ((20001, 3), (32768, 0)):
+            plan = _run_fwd(variant, dtype, 2, 3, 5, sk, 2, rng, pad=pad, repeat=True)
+            assert plan.spec.config.stage and plan.grid == (1, 30, 1)
+            assert plan.shared_bytes >= sk * registry.itemsize(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_backward_padded(dtype):
     rng = np.random.default_rng(9)
     for sk in (1001, 20001):

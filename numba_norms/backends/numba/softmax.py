@@ -342,6 +342,7 @@ def _stream_forward_kernel(
     multi: bool = False,
     dependent: bool = False,
     clusters: bool = False,
+    stage: bool = False,
 ):
     """``softmax_fwd_stream`` of ``softmax.cu`` (``SoftmaxConfig.chunk``) for one compile-time
     shape: rows of any length, ``chunk`` vectors a thread at a time. The first pass keeps an
@@ -349,7 +350,10 @@ def _stream_forward_kernel(
     (evict-first, as are the stores of y) and writes y, from the last chunk back with
     ``reverse``. ``multi``: each CTA of a row streams a contiguous part of it (``RowPart``) and
     the CTAs merge their (max, sum) pairs as the held forward's do (``clusters``: in a
-    cluster)."""
+    cluster). ``stage`` (``SoftmaxConfig.stage``): the first pass also keeps the words it loads
+    in dynamic shared memory (word ``w`` of vector ``i`` at ``w * vectors + i``: consecutive
+    threads, consecutive banks) and the second reads them from there; each thread reads only
+    what it stored."""
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
     nw = ro.words_per_vector(dtype, ne)
@@ -411,6 +415,8 @@ def _stream_forward_kernel(
         s_sum = cuda.shared.array(wn, f32)
         s_keep = cuda.shared.array(wn, i32)
         cl = cuda.shared.array(ncl, f32, alignment=pair_align)  # pair stores (st_cluster2)
+        staged = cuda.shared.array(0, u32)  # the launch's dynamic shared memory (stage)
+        nvec = (cols_p + ne - 1) // ne
 
         trip = 0
         for row in range(cuda.blockIdx.y, rows, cuda.gridDim.y):
@@ -454,6 +460,12 @@ def _stream_forward_kernel(
                     elif masked:  # past the row: masked (x is not read: prep gives -inf)
                         mask_fill(tm, 0)
                         copy_m(ms, it * mw, tm, 0)
+                if stage:
+                    for it in range(chunk):
+                        c = c0 + it * step
+                        if c < lim:
+                            for w in range(nw):
+                                staged[w * nvec + c // ne] = xs[it * nw + w]
                 cm = neg_inf
                 for it in range(chunk):
                     unpack(v, it * ne, xs, it * nw)
@@ -528,7 +540,11 @@ def _stream_forward_kernel(
             for c0 in range(first, stop, walk):
                 for it in range(chunk):
                     c = c0 + it * step
-                    if c < lim:
+                    if stage:  # the words the first pass kept (masked: never staged)
+                        if c < lim:
+                            for w in range(nw):
+                                xs[it * nw + w] = staged[w * nvec + c // ne]
+                    elif c < lim:
                         if c + ne <= cols_p:
                             ld_x_cs(xs, it * nw, xr, c)
                             if masked:
@@ -829,7 +845,9 @@ def _pyfunc(spec: SoftmaxSpec, cc: tuple[int, int] | None):
         stream = (c.warps_n, spec.num_elts, spec.ldgs, c.reverse, spec.multi_cta)
         if c.is_backward:
             return _stream_backward_kernel(c.dtype, *stream, dependent=dep, clusters=clusters)
-        return _stream_forward_kernel(c.dtype, c.variant, *stream, dependent=dep, clusters=clusters)
+        return _stream_forward_kernel(
+            c.dtype, c.variant, *stream, dependent=dep, clusters=clusters, stage=c.stage
+        )
     if c.is_backward:
         return _backward_kernel(c.dtype, *shape, dependent=dep, clusters=clusters)
     return _forward_kernel(c.dtype, c.variant, *shape, c.prefetch, dependent=dep, clusters=clusters)
@@ -860,15 +878,18 @@ class _Compiled:
 
     def launcher(self, plan: RowPlan) -> Any:
         """The :class:`rtc.Launcher` of this kernel for ``plan``'s launch shape (GPU only)."""
-        key = (plan.grid, plan.block, plan.cooperative, plan.dependent, plan.cluster)
+        key = (
+            plan.grid, plan.block, plan.cooperative, plan.dependent, plan.cluster,
+            plan.shared_bytes,
+        )  # fmt: skip
         fire = self._launchers.get(key)
         if fire is None:
             params = SOFTMAX_BWD_PARAMS if plan.spec.op == "softmax_bwd" else SOFTMAX_FWD_PARAMS
             # Several CTAs a row synchronise through their own atomic barrier and need only
             # co-residency, or run as one cluster: properties of the launch, not of the code.
             fire = rtc.Launcher(
-                self.kernel, plan.grid, plan.block, params, cooperative=plan.cooperative,
-                cluster=plan.cluster, programmatic=plan.dependent,
+                self.kernel, plan.grid, plan.block, params, shared_mem=plan.shared_bytes,
+                cooperative=plan.cooperative, cluster=plan.cluster, programmatic=plan.dependent,
             )  # fmt: skip
             self._launchers[key] = fire
         return fire
@@ -877,7 +898,7 @@ class _Compiled:
         """Launch on the raw ``CUstream`` handle ``stream`` (the kernels take raw pointers and
         scalars: no Numba argument conversion per call)."""
         if ro.SIM:
-            self.dispatcher[plan.grid, plan.block](*args)
+            self.dispatcher[plan.grid, plan.block, 0, plan.shared_bytes](*args)
             return
         self.launcher(plan)(stream, *args)
 

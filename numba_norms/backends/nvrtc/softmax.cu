@@ -706,6 +706,18 @@ struct RowPart {
   }
 };
 
+// The launch's dynamic shared memory, where a STAGE build keeps its row (nullptr otherwise: the
+// declaration is only made, and needed, where it is used).
+template <typename T, bool STAGE>
+__device__ __forceinline__ T* staged_row() {
+  if constexpr (STAGE) {
+    extern __shared__ __align__(16) unsigned char nnsm_staged_row[];
+    return reinterpret_cast<T*>(nnsm_staged_row);
+  } else {
+    return nullptr;
+  }
+}
+
 }  // namespace nnsm
 
 // softmax_fwd's result for rows of any length (SoftmaxConfig.chunk), holding CHUNK vectors a
@@ -715,8 +727,11 @@ struct RowPart {
 // softmax_fwd. A row of several CTAs (SOFTMAX_MULTI_CTA builds) is cut into gridDim.x
 // contiguous parts, each streamed as a row of its own; the CTAs merge their (max, sum) pairs
 // through RowParts as softmax_fwd does, so each SM keeps a part of a row, not a row, in L2.
+// STAGE (SoftmaxConfig.stage; one CTA a row): the first pass also stores each vector it loads
+// into dynamic shared memory at its column, and the second reads it back from there; a thread
+// reads only the vectors it stored, so no barrier is needed.
 template <typename T, int WARPS_N, int NUM_ELTS, int CHUNK, int VARIANT, int MIN_CTAS,
-          bool REVERSE>
+          bool REVERSE, bool STAGE>
 __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
     softmax_fwd_stream(const T* x, const unsigned char* mask, T* y, int rows, int cols,
                        long long x_stride, long long y_stride, long long mask_stride, int sq,
@@ -737,6 +752,8 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   __shared__ float s_max[WARPS_N];
   __shared__ float s_sum[WARPS_N];
   __shared__ int s_keep[WARPS_N];
+  static_assert(!(STAGE && MASKED), "a staged row is not masked");
+  T* const staged = staged_row<T, STAGE>();
 
   int trip = 0;
   for (int row = blockIdx.y; row < rows; row += gridDim.y, ++trip) {
@@ -761,6 +778,12 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
         load_vector<false, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
+      }
+      if constexpr (STAGE) {
+#pragma unroll
+        for (int it = 0; it < CHUNK; ++it) {
+          if (c0 + it * STEP < lim) p[it].store(staged + c0 + it * STEP);
+        }
       }
       float v[CHUNK][N];
       const float cm =
@@ -842,7 +865,12 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       MaskBytes<N> mb[CHUNK];
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
-        load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
+        if constexpr (STAGE) {  // the vectors the first pass kept (zeros past the limit)
+          clear(p[it].w);
+          if (c0 + it * STEP < lim) p[it].load(staged + c0 + it * STEP);
+        } else {
+          load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
+        }
       }
       if (c0 + CHUNK * STEP - STEP + N <= lim) {  // the chunk lies inside the kept columns
 #pragma unroll

@@ -2,8 +2,8 @@
 
 A :class:`~numba_norms.planner.SoftmaxSpec` maps to one C++ name expression,
 ``softmax_fwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, VARIANT, MIN_CTAS, PREFETCH>``,
-``softmax_fwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, VARIANT, MIN_CTAS, REVERSE>`` (streaming
-entries), ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>`` or
+``softmax_fwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, VARIANT, MIN_CTAS, REVERSE, STAGE>``
+(streaming entries), ``softmax_bwd<T, WARPS_M, WARPS_N, NUM_ELTS, LDGS, MIN_CTAS, PREFETCH>`` or
 ``softmax_bwd_stream<T, WARPS_N, NUM_ELTS, CHUNK, MIN_CTAS, REVERSE>``, compiled through
 :func:`rtc.compile` with this package directory as the include path (so the headers are part of
 the cache key). Specs with one CTA a row are built with ``SOFTMAX_MULTI_CTA=0`` (no inter-CTA
@@ -72,7 +72,10 @@ def kernel_name(spec: SoftmaxSpec) -> str:
         rev = "true" if c.reverse else "false"
         if c.is_backward:
             return f"{_BWD}_stream<{head}, {c.min_ctas_per_sm}, {rev}>"
-        return f"{_FWD}_stream<{head}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {rev}>"
+        stage = "true" if c.stage else "false"
+        return (
+            f"{_FWD}_stream<{head}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {rev}, {stage}>"
+        )
     if c.is_backward:
         return f"{_BWD}<{args}, {c.min_ctas_per_sm}, {pf}>"
     return f"{_FWD}<{args}, {VARIANT_IDS[c.variant]}, {c.min_ctas_per_sm}, {pf}>"
@@ -217,6 +220,7 @@ class _Launch:
             tuple(plan.grid),
             tuple(plan.block),
             params,
+            shared_mem=plan.shared_bytes,
             cooperative=bool(plan.cooperative),
             cluster=plan.cluster,
             programmatic=plan.dependent,
