@@ -136,7 +136,8 @@ def test_tune_softmax_grids_and_winners(monkeypatch, tmp_path):
 
 def test_tune_softmax_stream_candidates_and_winners(monkeypatch, tmp_path):
     """``tune_softmax.py --stream``: every STREAM_SHAPES shape for the forward and the backward,
-    the second pass walked both ways; a reversed streaming winner reads back as timed."""
+    the second pass walked both ways (``--stage``: the staged forward's STAGE_SHAPES); a reversed
+    streaming winner and a staged one read back as timed."""
     monkeypatch.syspath_prepend(str(ROOT / "perf"))
     ts = importlib.import_module("tune_softmax")
     from numba_norms import registry
@@ -149,52 +150,35 @@ def test_tune_softmax_stream_candidates_and_winners(monkeypatch, tmp_path):
         long = ts.stream_candidates(op, "scaled", "bf16", 131072)  # 1, 2 or 4 CTAs a row
         assert len(set(long)) == len(long) == 3 * len(cfgs)
         assert {c.max_cols for c in long} == {131072, 65536, 32768}
-    head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
-    head += "row_grid,chunk,reverse,gbs,pct_ceiling,check\n"
-    body = [
-        "softmax_bwd,bf16,4096,32768,baseline,block,16384,1,16,1,1,persistent,0,0,3600,85,ok",
-        "softmax_bwd,bf16,4096,32768,stream,block,32768,1,16,2,0,persistent,2,1,3800,90,ok",
-        "softmax_bwd,bf16,4096,32768,stream,block,32768,1,16,2,0,persistent,2,0,3700,88,ok",
-    ]
-    csv_path = tmp_path / "tune.csv"
-    csv_path.write_text(head + "\n".join(body) + "\n")
-    (win,) = ts.winners_from_csv([str(csv_path)], "runX")
-    assert (win["chunk"], win["reverse"], win["gbs"]) == (2, True, 3800)
-    cfg = registry._softmax_from_json(win)
-    assert cfg.stream and cfg.reverse and cfg.is_backward and cfg.keys == 32768
-    row = dict(zip(head.strip().split(","), body[1].split(",")))
-    assert ts.config_of(row, "softmax_bwd", "scaled") == dataclasses.replace(cfg, keys=0)
-
-
-def test_tune_softmax_staged_candidates_and_winners(monkeypatch, tmp_path):
-    """``tune_softmax.py --stream --stage``: the staged forward in every STAGE_SHAPES shape, one
-    CTA a row on the grid of rows (none for the backward or the masked forward); a staged winner
-    reads back as timed."""
-    monkeypatch.syspath_prepend(str(ROOT / "perf"))
-    ts = importlib.import_module("tune_softmax")
-    from numba_norms import registry
-
-    cfgs = ts.staged_candidates("softmax_fwd", "aligned_causal", "fp16", 30000)
-    assert len(set(cfgs)) == len(cfgs) == len(ts.STAGE_SHAPES)
-    assert all(c.stage and c.grid == "rows" and c.max_cols == 32768 for c in cfgs)
-    assert {c.keys for c in cfgs} == {30000} and {c.variant for c in cfgs} == {"aligned_causal"}
+    # --stage: the staged forward, one CTA a row on the grid of rows (not backward, not masked)
+    staged = ts.staged_candidates("softmax_fwd", "aligned_causal", "fp16", 30000)
+    assert len(set(staged)) == len(staged) == len(ts.STAGE_SHAPES)
+    assert all(c.stage and c.grid == "rows" and c.max_cols == 32768 for c in staged)
+    assert {c.keys for c in staged} == {30000} and {c.variant for c in staged} == {"aligned_causal"}
     assert not ts.staged_candidates("softmax_bwd", "scaled", "bf16", 32768)
     assert not ts.staged_candidates("softmax_fwd", "masked", "bf16", 32768)
     head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
     head += "row_grid,chunk,reverse,stage,gbs,pct_ceiling,check\n"
     body = [
+        "softmax_bwd,bf16,4096,32768,baseline,block,16384,1,16,1,1,persistent,0,0,0,3600,85,ok",
+        "softmax_bwd,bf16,4096,32768,stream,block,32768,1,16,2,0,persistent,2,1,0,3800,90,ok",
+        "softmax_bwd,bf16,4096,32768,stream,block,32768,1,16,2,0,persistent,2,0,0,3700,88,ok",
         "softmax_fwd,bf16,4096,32768,baseline,block,32768,1,16,3,0,persistent,2,0,0,3600,85,ok",
         "softmax_fwd,bf16,4096,32768,stream,block,32768,1,16,2,0,rows,8,0,1,3900,92,ok",
-        "softmax_fwd,bf16,4096,32768,stream,block,32768,1,16,2,0,rows,8,0,0,3700,88,ok",
     ]
     csv_path = tmp_path / "tune.csv"
     csv_path.write_text(head + "\n".join(body) + "\n")
-    (win,) = ts.winners_from_csv([str(csv_path)], "runX")
-    assert (win["stage"], win["grid"], win["chunk"], win["gbs"]) == (True, "rows", 8, 3900)
-    cfg = registry._softmax_from_json(win)
-    assert cfg.stage and cfg.keys == 32768
-    row = dict(zip(head.strip().split(","), body[1].split(",")))
-    assert ts.config_of(row, "softmax_fwd", "scaled") == dataclasses.replace(cfg, keys=0)
+    wins = {w["op"]: w for w in ts.winners_from_csv([str(csv_path)], "runX")}
+    win = wins["softmax_bwd"]
+    assert (win["chunk"], win["reverse"], win["gbs"], "stage" in win) == (2, True, 3800, False)
+    fwd = wins["softmax_fwd"]
+    assert (fwd["stage"], fwd["grid"], fwd["chunk"], fwd["gbs"]) == (True, "rows", 8, 3900)
+    for w, r, op in ((win, body[1], "softmax_bwd"), (fwd, body[4], "softmax_fwd")):
+        cfg = registry._softmax_from_json(w)
+        assert cfg.stream and cfg.keys == 32768 and cfg.reverse == (op == "softmax_bwd")
+        row = dict(zip(head.strip().split(","), r.split(",")))
+        assert ts.config_of(row, op, "scaled") == dataclasses.replace(cfg, keys=0)
+    assert registry._softmax_from_json(fwd).stage
 
 
 def test_tune_norms_fold_candidates(monkeypatch, tmp_path):
