@@ -356,7 +356,7 @@ def row_plan(
     if max_active_per_sm < 1:
         raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
     shared = spec.stage_bytes(cols)
-    if shared and (spec.ctas_per_row > 1 or not spec.grid_of_rows):
+    if shared and not spec.grid_of_rows:  # (the occupancy then sizes nothing: smem not in it)
         raise PlanError("a staged row needs one CTA a row on the grid of rows")
     if shared + STAGE_RESERVE > limits.max_shared_per_block_optin:
         raise PlanError(
