@@ -355,10 +355,12 @@ def row_plan(
         )
     if max_active_per_sm < 1:
         raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
+    # A staged row's shared memory is not in max_active_per_sm; only the grid of rows, which
+    # sizes nothing from it, may launch one.
     shared = spec.stage_bytes(cols)
-    if shared and not spec.grid_of_rows:  # (the occupancy then sizes nothing: smem not in it)
+    if shared and not spec.grid_of_rows:
         raise PlanError("a staged row needs one CTA a row on the grid of rows")
-    if shared + STAGE_RESERVE > limits.max_shared_per_block_optin:
+    if shared and shared + STAGE_RESERVE > limits.max_shared_per_block_optin:
         raise PlanError(
             f"a staged row of {cols} columns needs {shared} bytes of shared memory; a CTA may "
             f"have {limits.max_shared_per_block_optin - STAGE_RESERVE}"

@@ -128,6 +128,12 @@ def candidates(op: str, variant: str, dtype: str, cols: int, max_elts: int) -> l
     return out
 
 
+def _stream_span(wn: int, vec: int, cols: int) -> int:
+    """Columns a streaming candidate of ``wn`` warps covers at ``cols`` keys: the power of two the
+    row rounds up to, at least one vector a thread."""
+    return max(wn * 32 * vec, 1 << (cols - 1).bit_length())
+
+
 def stream_candidates(
     op: str, variant: str, dtype: str, cols: int, row_ctas: tuple = STREAM_CTAS
 ) -> list:
@@ -136,7 +142,7 @@ def stream_candidates(
     vec = 16 // registry.itemsize(dtype)
     out = []
     for wn, chunk, m in STREAM_SHAPES:
-        span = max(wn * 32 * vec, 1 << (cols - 1).bit_length())
+        span = _stream_span(wn, vec, cols)
         for ctas in row_ctas if cols > 32768 else (1,):
             if span // ctas < wn * 32 * vec:
                 continue
@@ -158,7 +164,7 @@ def staged_candidates(op: str, variant: str, dtype: str, cols: int) -> list:
     vec = 16 // registry.itemsize(dtype)
     out = []
     for wn, chunk, m in STAGE_SHAPES:
-        span = max(wn * 32 * vec, 1 << (cols - 1).bit_length())
+        span = _stream_span(wn, vec, cols)
         out.append(
             registry.SoftmaxConfig(
                 op, "block", span, dtype, 1, wn, 16, variant, m, keys=cols, grid="rows",
