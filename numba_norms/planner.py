@@ -355,11 +355,7 @@ def row_plan(
         )
     if max_active_per_sm < 1:
         raise PlanError("the kernel cannot be resident on this device (occupancy 0)")
-    # A staged row's shared memory is not in max_active_per_sm; only the grid of rows, which
-    # sizes nothing from it, may launch one.
     shared = spec.stage_bytes(cols)
-    if shared and not spec.grid_of_rows:
-        raise PlanError("a staged row needs one CTA a row on the grid of rows")
     if shared and shared + STAGE_RESERVE > limits.max_shared_per_block_optin:
         raise PlanError(
             f"a staged row of {cols} columns needs {shared} bytes of shared memory; a CTA may "
@@ -374,6 +370,13 @@ def row_plan(
     # of all rows; the counter path's CTAs wait for each other across the grid and must all be
     # resident (the persistent grid).
     rows_grid = spec.grid_of_rows or (spec.cluster_rows_grid and cluster > 1)
+    # A staged row's shared memory is not in max_active_per_sm; only the grid of rows, which
+    # sizes nothing from it, may launch one (one CTA a row, or a cluster a row: the counter
+    # path's CTAs must all be resident). max_active_clusters, queried without it, only decides
+    # whether a cluster can be placed at all: one CTA an SM, at most MAX_CLUSTER of them, is
+    # within a GPC.
+    if shared and not rows_grid:
+        raise PlanError("a staged row needs the grid of rows, one CTA or one cluster a row")
     cap = None if rows_grid else spec.ctas_per_sm_cap
     resident = limits.sm_count * (max_active_per_sm if cap is None else min(cap, max_active_per_sm))
     if ctas_per_row > resident:
@@ -502,11 +505,18 @@ class SoftmaxSpec(_RowSpec):
         return c.grid == "rows" and self.ctas_per_row > 1 and c.keys > c.max_cols
 
     def stage_bytes(self, cols: int) -> int:
-        """``config.stage``: the row as loaded, every vector of it (the last one whole), each in
-        at least a 32-bit word (the Numba kernels stage words)."""
+        """``config.stage``: a CTA's part of the row as loaded (the kernels' ``RowPart``: the
+        row, or ``ceil(cols / ctas)`` rounded up to a vector), every vector of it (the last one
+        whole), each in at least a 32-bit word (the Numba kernels stage words); the masked
+        variant adds the vectors' mask bytes, a word per 4 columns, after a 16-byte boundary."""
         if not self.config.stage:
             return 0
-        return -(-cols // self.num_elts) * max(self.num_elts * itemsize(self.config.dtype), 4)
+        n, ctas = self.num_elts, self.ctas_per_row
+        vectors = -(-cols // n) if ctas == 1 else -(-cols // (ctas * n))
+        x_bytes = vectors * max(n * itemsize(self.config.dtype), 4)
+        if self.config.variant != "masked":
+            return x_bytes
+        return -(-x_bytes // 16) * 16 + vectors * 4 * -(-n // 4)
 
     @property
     def cols_per_row_pass(self) -> int:

@@ -19,7 +19,9 @@ CTAs an SM of ``STREAM_SHAPES``, on 1, 2 or 4 CTAs a row past 32768 keys (``STRE
 each grid of ``--grids`` (rows of several CTAs on the grid of rows: a cluster a row); a winner
 carries ``"chunk"`` (and ``"reverse"``, ``"grid"``). ``--stage`` adds the staged forward
 (``SoftmaxConfig.stage``: the row kept in shared memory between the passes) in STAGE_SHAPES,
-one CTA a row on the grid of rows; a winner carries ``"stage": true``.
+one CTA or (past 32768 keys, ``--stream-ctas``) one cluster a row on the grid of rows, where a
+CTA's part fits its shared memory; ``--staged-only`` times those alone; a winner carries
+``"stage": true``.
 
 Outputs in ``--out``: ``tune.csv`` (every measurement) and ``measured_softmax.json`` (one winner
 per op, dtype and key length, in ``numba_norms/data/measured_softmax.json``'s format: copy it
@@ -68,7 +70,10 @@ import rtc
 from numba_norms import dispatch, planner, registry
 from numba_norms.backends.nvrtc import softmax as nv_softmax
 
-OPS = ("softmax_fwd", "softmax_bwd", "masked_softmax_fwd", "upper_triang_softmax_fwd")
+OPS = (
+    "softmax_fwd", "softmax_bwd", "masked_softmax_fwd", "upper_triang_softmax_fwd",
+    "aligned_causal_softmax_fwd",
+)  # fmt: skip
 KEYS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
 MIN_CTAS = (2, 3, 4)
 # The streaming kernels' sweep: (warps a row, vectors a step, CTAs an SM). Run 164's prototype
@@ -156,21 +161,37 @@ def stream_candidates(
     return out
 
 
-def staged_candidates(op: str, variant: str, dtype: str, cols: int) -> list:
-    """The staged streaming forward (``stage``) in every shape of STAGE_SHAPES, one CTA a row on
-    the grid of rows, timed at ``cols`` keys (none for the backward or the masked variant)."""
-    if op != "softmax_fwd" or variant == "masked":
+def staged_candidates(
+    op: str,
+    variant: str,
+    dtype: str,
+    cols: int,
+    row_ctas: tuple = STREAM_CTAS,
+    max_shared: int | None = None,
+) -> list:
+    """The staged streaming forward (``stage``) in every shape of STAGE_SHAPES on the grid of
+    rows, timed at ``cols`` keys: one CTA a row and (past 32768 keys) each count of
+    ``row_ctas``, a cluster a row, where a CTA's part fits ``max_shared`` bytes of shared
+    memory (with the masked variant's mask bytes; none for the backward)."""
+    if op != "softmax_fwd":
         return []
-    vec = 16 // registry.itemsize(dtype)
+    size = registry.itemsize(dtype)
+    vec = 16 // size
     out = []
     for wn, chunk, m in STAGE_SHAPES:
         span = _stream_span(wn, vec, cols)
-        out.append(
-            registry.SoftmaxConfig(
-                op, "block", span, dtype, 1, wn, 16, variant, m, keys=cols, grid="rows",
-                chunk=chunk, stage=True,
-            )
-        )  # fmt: skip
+        for ctas in row_ctas if cols > 32768 else (1,):
+            part = -(-cols // (ctas * vec)) * vec * (size + (variant == "masked"))
+            if span // ctas < wn * 32 * vec or (
+                max_shared is not None and part + planner.STAGE_RESERVE > max_shared
+            ):
+                continue
+            out.append(
+                registry.SoftmaxConfig(
+                    op, "block", span // ctas, dtype, 1, wn, 16, variant, m, keys=cols,
+                    grid="rows", chunk=chunk, stage=True,
+                )
+            )  # fmt: skip
     return out
 
 
@@ -415,13 +436,18 @@ def run(args) -> int:
                     stage = list(dict.fromkeys(stage + with_grids(stage, cols, args.grids)))
                     labels: tuple = ("refine",)
                 elif args.stream:
-                    stage = with_grids(
-                        stream_candidates(op, variant, dtype, cols, tuple(args.stream_ctas)),
-                        cols,
-                        args.grids,
-                    )
-                    if args.stage:
-                        stage += staged_candidates(op, variant, dtype, cols)
+                    row_ctas = tuple(args.stream_ctas)
+                    stage = []
+                    if not args.staged_only:
+                        stage = with_grids(
+                            stream_candidates(op, variant, dtype, cols, row_ctas),
+                            cols,
+                            args.grids,
+                        )
+                    if args.stage or args.staged_only:
+                        stage += staged_candidates(
+                            op, variant, dtype, cols, row_ctas, limits.max_shared_per_block_optin
+                        )
                     labels = ("stream",)
                 else:
                     stage = with_grids(
@@ -545,6 +571,11 @@ def main() -> int:
         "--stage",
         action="store_true",
         help="--stream: also the staged forward (SoftmaxConfig.stage) in STAGE_SHAPES",
+    )
+    p.add_argument(
+        "--staged-only",
+        action="store_true",
+        help="--stream: the staged forward's shapes alone (against the serving entry)",
     )
     p.add_argument("--run-label", default=None, help="the 'run' field (default: the CSV's folder)")
     p.add_argument("--source", default=None, help="--from-csv: a tune_softmax.json for 'source'")

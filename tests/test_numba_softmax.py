@@ -330,17 +330,18 @@ def test_stream_forward(variant, dtype, shape, bhq, sk, pitch):
     assert_close(y, expected, dtype, what=f"{variant} y (stream)")
 
 
-# The staged streaming forward (SoftmaxConfig.stage): the unmasked cases above on the grid of
-# rows, the row kept in dynamic shared memory between the passes; max_grid_y 4 makes CTAs loop
-# over rows (a thread overwrites its own slots row after row).
-_STAGE_SIM = [c + (g,) for c in _STREAM_SIM if c[0] != "masked" for g in (65535, 4)]
+# The staged streaming forward (SoftmaxConfig.stage): the cases above on the grid of rows, the
+# row (and its mask bytes) kept in dynamic shared memory between the passes; max_grid_y 4 makes
+# CTAs loop over rows (a thread overwrites its own slots row after row).
+_STAGE_SIM = [c + (g,) for c in _STREAM_SIM for g in (65535, 4)]
 
 
 @sim_only
 @pytest.mark.parametrize("variant, dtype, shape, bhq, sk, pitch, max_grid_y", _STAGE_SIM)
 def test_staged_stream_forward(monkeypatch, variant, dtype, shape, bhq, sk, pitch, max_grid_y):
     """The staged forward against the reference: the second pass reads the first pass's copy in
-    shared memory (partial last vectors, causal limits, rows keeping nothing)."""
+    shared memory (partial last vectors, causal limits, rows keeping nothing, a fully masked
+    row)."""
     monkeypatch.setitem(
         globals(), "SIM_LIMITS", dataclasses.replace(SIM_LIMITS, max_grid_y=max_grid_y)
     )
@@ -351,9 +352,13 @@ def test_staged_stream_forward(monkeypatch, variant, dtype, shape, bhq, sk, pitc
         reverse=reverse, grid="rows", stage=True,
     )  # fmt: skip
     b, h, sq = bhq
-    x4, y, expected, _, plan = run_forward(variant, dtype, b, h, sq, sk, pitch=pitch, cfg=cfg)
+    x4, y, expected, _, plan = run_forward(
+        variant, dtype, b, h, sq, sk, pitch=pitch, cfg=cfg, full_mask_rows=(1,)
+    )
     ne = plan.spec.num_elts  # (narrower where the pitch allows no 16-byte vectors)
     staged = -(-sk // ne) * max(ne * registry.itemsize(dtype), 4)
+    if variant == "masked":
+        staged = -(-staged // 16) * 16 + -(-sk // ne) * 4 * -(-ne // 4)
     assert plan.shared_bytes == staged and plan.grid[1] == min(b * h * sq, max_grid_y)
     assert_close(y, expected, dtype, what=f"{variant} y (staged)")
 
@@ -499,6 +504,30 @@ def test_ptx_of_staged_stream_forward():
     assert "ld.global.cs" not in ptx
     assert len(re.findall(r"st\.shared\.u32", ptx)) == 8 + 1  # (+ the warp's keep flag)
     assert len(re.findall(r"ld\.shared\.u32", ptx)) == 8
+    # masked: each vector's 8 mask bytes (2 words) staged beside it, read once from global
+    ptx = _ptx(planner.softmax_spec(dataclasses.replace(cfg, variant="masked"), 32768, 8, H200))
+    assert ".local" not in ptx and "ld.global.cs" not in ptx
+    assert len(re.findall(r"ld\.global\.v2\.u32", ptx)) == 2
+    assert len(re.findall(r"st\.shared\.u32", ptx)) == 8 + 4 + 1
+    assert len(re.findall(r"ld\.shared\.u32", ptx)) == 8 + 4 + 16  # (+ 16 warps' keep flags)
+
+
+@ptx_only
+def test_ptx_of_staged_rows_of_a_cluster():
+    """A staged entry timed on four CTAs a row: each CTA keeps its part's words in the dynamic
+    shared array between the passes, and the CTAs exchange their (max, sum) pairs across the
+    cluster; still no local memory."""
+    cfg = registry.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, 16, "aligned_causal", 1, 131072, chunk=2,
+        grid="rows", stage=True,
+    )  # fmt: skip
+    spec = planner.softmax_spec(cfg, 131072, 8, H200)
+    assert spec.ctas_per_row == 4 and spec.multi_cta and spec.stage_bytes(131072) == 65536
+    ptx = _ptx(spec)
+    assert ".local" not in ptx and "barrier.cluster.wait.acquire.aligned" in ptx
+    assert len(re.findall(r"ld\.global\.v4\.u32", ptx)) == 2
+    assert "ld.global.cs" not in ptx
+    assert len(re.findall(r"ld\.shared\.u32", ptx)) >= 8
 
 
 @ptx_only

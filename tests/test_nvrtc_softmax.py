@@ -66,7 +66,8 @@ QUICK_SPECS = [s for s in ALL_SPECS if _is_quick(s)]
 def _spec_id(spec: SoftmaxSpec) -> str:
     c = spec.config
     staged = "-staged" if c.stage else ""
-    shape = f"{c.kind}{c.max_cols}-e{spec.num_elts}-l{spec.ldgs}{staged}"
+    ctas = f"-c{spec.ctas_per_row}" if spec.ctas_per_row > 1 else ""
+    shape = f"{c.kind}{c.max_cols}-e{spec.num_elts}-l{spec.ldgs}{ctas}{staged}"
     return f"{c.op}-{c.variant}-{c.dtype}-{shape}"
 
 
@@ -196,7 +197,8 @@ STREAM_SPECS = [
     for op, variant in _STREAM_OPS
     for cols, vec in ((131072, 16 // (4 if dtype == "fp32" else 2)), (32771, 1), (20000, 2))
 ]
-# staged forwards (SoftmaxConfig.stage: grid of rows, one CTA a row), full-width and scalar
+# staged forwards (SoftmaxConfig.stage: grid of rows, one CTA a row or, timed at 131072 keys,
+# a cluster of four), full-width and scalar
 STREAM_SPECS += [
     softmax_spec(
         SoftmaxConfig(
@@ -209,18 +211,20 @@ STREAM_SPECS += [
             16,
             variant,
             m,
+            keys=keys,
             chunk=chunk,
             reverse=rev,
             grid="rows",
             stage=True,
         ),
-        32768,
+        keys,
         vec,
         H200,
-    )  # fmt: skip
+    )
     for dtype, wn, chunk, m, rev in _STREAM_SHAPES
-    for variant in ("scaled", "aligned_causal")
+    for variant in ("scaled", "masked", "aligned_causal")
     for vec in (16 // (4 if dtype == "fp32" else 2), 1)
+    for keys in (32768, 131072)
 ]
 
 
@@ -794,8 +798,6 @@ _EMU_STREAM = [
 )
 def test_emulated_stream_forward(emu_dir, case, stage):
     dtype, (wn, n, chunk, rev), variant, rows, cols, pitch, ctas, sq, heads, mb = case
-    if stage and (variant == "masked" or isinstance(ctas, tuple)):
-        pytest.skip("stage: unmasked rows of one CTA")
     grid = ctas if isinstance(ctas, tuple) else (1, ctas)  # (CTAs a row, row groups)
     vid = nv_softmax.VARIANT_IDS[variant]
     rv = "true" if rev else "false"

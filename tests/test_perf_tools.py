@@ -150,13 +150,28 @@ def test_tune_softmax_stream_candidates_and_winners(monkeypatch, tmp_path):
         long = ts.stream_candidates(op, "scaled", "bf16", 131072)  # 1, 2 or 4 CTAs a row
         assert len(set(long)) == len(long) == 3 * len(cfgs)
         assert {c.max_cols for c in long} == {131072, 65536, 32768}
-    # --stage: the staged forward, one CTA a row on the grid of rows (not backward, not masked)
+    # --stage: the staged forward, one CTA a row on the grid of rows (not the backward)
     staged = ts.staged_candidates("softmax_fwd", "aligned_causal", "fp16", 30000)
     assert len(set(staged)) == len(staged) == len(ts.STAGE_SHAPES)
     assert all(c.stage and c.grid == "rows" and c.max_cols == 32768 for c in staged)
     assert {c.keys for c in staged} == {30000} and {c.variant for c in staged} == {"aligned_causal"}
+    # past 32768 keys: a cluster of 2 or 4 CTAs a row where a CTA's part fits (one CTA a row of
+    # 131072 bf16 keys needs 256 KiB, two need 128 KiB each; fp32 takes four)
+    h200 = 227 * 1024
+    long = ts.staged_candidates("softmax_fwd", "scaled", "bf16", 131072, max_shared=h200)
+    assert {(c.max_cols, c.keys) for c in long} == {(65536, 131072), (32768, 131072)}
+    assert len(set(long)) == len(long) == 2 * len(ts.STAGE_SHAPES)
+    wide = ts.staged_candidates("softmax_fwd", "upper_triang", "fp32", 131072, max_shared=h200)
+    assert {c.max_cols for c in wide} == {32768} and len(wide) == len(ts.STAGE_SHAPES)
+    assert len(ts.staged_candidates("softmax_fwd", "scaled", "bf16", 131072)) == 3 * len(long) // 2
     assert not ts.staged_candidates("softmax_bwd", "scaled", "bf16", 32768)
-    assert not ts.staged_candidates("softmax_fwd", "masked", "bf16", 32768)
+    # the masked variant's mask bytes count: one CTA a row of 131072 fp16 keys and their mask
+    # bytes needs 384 KiB, two 192 KiB each
+    masked = ts.staged_candidates("softmax_fwd", "masked", "fp16", 131072, max_shared=h200)
+    assert {c.max_cols for c in masked} == {65536, 32768} and all(c.stage for c in masked)
+    assert not ts.staged_candidates("softmax_fwd", "masked", "fp32", 131072, (2,), h200)
+    four = ts.staged_candidates("softmax_fwd", "masked", "fp32", 131072, (4,), h200)  # 160 KiB
+    assert len(four) == len(ts.STAGE_SHAPES)
     head = "op,dtype,rows,cols,label,kind,max_cols,warps_m,warps_n,min_ctas_per_sm,prefetch,"
     head += "row_grid,chunk,reverse,stage,gbs,pct_ceiling,check\n"
     body = [

@@ -201,9 +201,47 @@ def test_staged_softmax_plans():
     small = dataclasses.replace(H200, max_shared_per_block_optin=64 * 1024)
     with pytest.raises(p.PlanError, match="65536 bytes of shared memory"):
         p.softmax_plan(spec, 4096, 32768, small, 3)
-    longer = p.softmax_spec(cfg, 65536, 8, H200)  # two CTAs a row
-    with pytest.raises(p.PlanError, match="one CTA a row on the grid of rows"):
+    longer = p.softmax_spec(cfg, 65536, 8, H200)  # two CTAs a row, timed on one: persistent
+    with pytest.raises(p.PlanError, match="the grid of rows, one CTA or one cluster a row"):
         p.softmax_plan(longer, 4096, 65536, H200, 3)
+
+
+def test_staged_rows_of_a_cluster():
+    """A staged entry timed with rows of several CTAs: each CTA stages its part of the row
+    (the kernels' RowPart, ``ceil(cols / ctas)`` rounded up to a vector), launched a cluster a
+    row on the grid of rows; without clusters (the counter path, whose CTAs must all be
+    resident) or where none can be placed, there is no staged plan."""
+    hopper = dataclasses.replace(H200, clusters=True)
+    cfg = r.SoftmaxConfig(
+        "softmax_fwd", "block", 32768, "bf16", 1, 16, min_ctas_per_sm=1, keys=131072, chunk=4,
+        grid="rows", stage=True,
+    )  # fmt: skip
+    for cols, ctas, part_bytes in (
+        (131072, 4, 65536),
+        (131064, 4, 65536),  # parts of 4096 vectors, the last one shorter
+        (100000, 4, 3125 * 16),
+        (65536, 2, 65536),
+    ):
+        spec = p.softmax_spec(cfg, cols, 8, hopper)
+        plan = p.softmax_plan(spec, 256, cols, hopper, 2, max_active_clusters=30)
+        assert (plan.grid, plan.cluster, plan.shared_bytes) == ((ctas, 256, 1), ctas, part_bytes)
+    fp32 = dataclasses.replace(cfg, dtype="fp32", variant="aligned_causal")
+    plan = p.softmax_plan(p.softmax_spec(fp32, 131072, 4, hopper), 64, 131072, hopper, 2, 30)
+    assert plan.shared_bytes == 131072 and plan.cluster == 4
+    scalar = p.softmax_plan(p.softmax_spec(cfg, 131071, 1, hopper), 64, 131071, hopper, 2, 30)
+    assert scalar.shared_bytes == 32768 * 4  # a word a bf16 element
+    # the masked variant: the mask bytes after the elements, a word per 4 columns
+    masked = dataclasses.replace(cfg, variant="masked")
+    plan = p.softmax_plan(p.softmax_spec(masked, 131072, 8, hopper), 64, 131072, hopper, 2, 30)
+    assert plan.shared_bytes == 65536 + 32768
+    plan = p.softmax_plan(p.softmax_spec(masked, 131070, 2, hopper), 64, 131070, hopper, 2, 30)
+    assert plan.shared_bytes == 65536 + 8192 * 4 * 2  # 2-element vectors (x: 16384 words)
+    with pytest.raises(p.PlanError, match="262144 bytes of shared memory"):  # a word each
+        p.softmax_plan(p.softmax_spec(masked, 131069, 1, hopper), 64, 131069, hopper, 2, 30)
+    spec = p.softmax_spec(cfg, 131072, 8, hopper)
+    for limits, clusters in ((H200, None), (hopper, 0)):
+        with pytest.raises(p.PlanError, match="one cluster a row"):
+            p.softmax_plan(spec, 256, 131072, limits, 2, clusters)
 
 
 def test_streaming_entries_on_the_grid_of_rows():

@@ -198,11 +198,24 @@ def test_streaming_kernels(sk, dtype, reverse, part, row_sync):
 @pytest.mark.parametrize("sk", [4097, 32768])
 def test_staged_streaming_forward(sk, dtype):
     """The staged forward (``stage``: the row's words kept in dynamic shared memory between the
-    passes, a CTA a row on the grid of rows) in every unmasked variant."""
-    for variant in ("scaled", "upper_triang", "aligned_causal"):
+    passes, a CTA a row on the grid of rows) in every variant."""
+    for variant in VARIANTS:
         cfg = registry.SoftmaxConfig(
             "softmax_fwd", "block", 32768, dtype, 1, 16, 16, variant, 2, chunk=4, grid="rows",
             stage=True,
+        )  # fmt: skip
+        _forward(variant, dtype, sk, cfg)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sk", [120001, 131072])
+def test_staged_rows_of_a_cluster(sk, dtype):
+    """A staged entry timed on 131072 keys: four CTAs a row, a cluster a row on the grid of
+    rows, each keeping its part's words in shared memory."""
+    for variant in ("scaled", "masked", "aligned_causal"):
+        cfg = registry.SoftmaxConfig(
+            "softmax_fwd", "block", 32768, dtype, 1, 16, 16, variant, 1, keys=131072, chunk=4,
+            grid="rows", stage=True,
         )  # fmt: skip
         _forward(variant, dtype, sk, cfg)
 

@@ -331,7 +331,7 @@ def test_streaming_kernels(dtype, reverse, part, monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_staged_streaming_forward(dtype, monkeypatch):
     """The staged forward (``stage``: the row kept in dynamic shared memory between the passes,
-    a CTA a row on the grid of rows) in every unmasked variant: rows of many chunks a thread,
+    a CTA a row on the grid of rows) in every variant: rows of many chunks a thread,
     padded rows (a partial last vector, narrower vectors), full 32768-key rows (64-128 KB of
     shared memory a CTA), bitwise-identical repeats."""
 
@@ -342,11 +342,34 @@ def test_staged_streaming_forward(dtype, monkeypatch):
 
     monkeypatch.setattr(registry, "select_softmax", staged)
     rng = np.random.default_rng(11)
-    for variant in ("scaled", "upper_triang", "aligned_causal"):
+    for variant in ("scaled", "masked", "upper_triang", "aligned_causal"):
         for sk, pad in ((20001, 3), (32768, 0)):
             plan = _run_fwd(variant, dtype, 2, 3, 5, sk, 2, rng, pad=pad, repeat=True)
             assert plan.spec.config.stage and plan.grid == (1, 30, 1)
             assert plan.shared_bytes >= sk * registry.itemsize(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_staged_rows_of_a_cluster(dtype, monkeypatch):
+    """A staged entry timed on 131072 keys: rows of four CTAs, a cluster a row on the grid of
+    rows, each CTA keeping its part in shared memory (the last part shorter where the row is
+    not a multiple of four vectors); bitwise-identical repeats."""
+    if not LIMITS.clusters:
+        pytest.skip("clusters need sm_90")
+
+    def staged(op, variant, dt, cols, **kw):
+        return registry.SoftmaxConfig(
+            op, "block", 32768, dt, 1, 16, 16, variant, 1, keys=131072, chunk=4, grid="rows",
+            stage=True,
+        )  # fmt: skip
+
+    monkeypatch.setattr(registry, "select_softmax", staged)
+    rng = np.random.default_rng(12)
+    for variant in ("scaled", "masked", "aligned_causal"):
+        for sk, pad in ((120001, 3), (131072, 0)):
+            plan = _run_fwd(variant, dtype, 1, 2, 5, sk, 1, rng, pad=pad, repeat=True)
+            assert plan.spec.config.stage and plan.cluster == 4 and plan.grid == (4, 10, 1)
+            assert plan.shared_bytes == plan.spec.stage_bytes(sk) >= sk // 4 * 2
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -352,7 +352,8 @@ def _stream_forward_kernel(
     the CTAs merge their (max, sum) pairs as the held forward's do (``clusters``: in a
     cluster). ``stage`` (``SoftmaxConfig.stage``): the first pass also keeps the words it loads
     in dynamic shared memory (word ``w`` of vector ``i`` at ``w * vectors + i``: consecutive
-    threads, consecutive banks) and the second reads them from there; each thread reads only
+    threads, consecutive banks; the masked variant's mask words after them, from a 16-byte
+    boundary, laid out alike) and the second reads them from there; each thread reads only
     what it stored."""
     var = VARIANTS[variant]
     masked, causal = var == 1, var >= 2
@@ -417,6 +418,7 @@ def _stream_forward_kernel(
         cl = cuda.shared.array(ncl, f32, alignment=pair_align)  # pair stores (st_cluster2)
         staged = cuda.shared.array(0, u32)  # the launch's dynamic shared memory (stage)
         nvec = (cols_p + ne - 1) // ne
+        mbase = (nvec * nw + 3) // 4 * 4  # the mask's words (masked): after a 16-byte boundary
 
         trip = 0
         for row in range(cuda.blockIdx.y, rows, cuda.gridDim.y):
@@ -466,6 +468,9 @@ def _stream_forward_kernel(
                         if c < lim:
                             for w in range(nw):
                                 staged[w * nvec + c // ne] = xs[it * nw + w]
+                            if masked:
+                                for w in range(mw):
+                                    staged[mbase + w * nvec + c // ne] = ms[it * mw + w]
                 cm = neg_inf
                 for it in range(chunk):
                     unpack(v, it * ne, xs, it * nw)
@@ -540,10 +545,16 @@ def _stream_forward_kernel(
             for c0 in range(first, stop, walk):
                 for it in range(chunk):
                     c = c0 + it * step
-                    if stage:  # the words the first pass kept (masked: never staged)
+                    if stage:  # the words the first pass kept
                         if c < lim:
                             for w in range(nw):
                                 xs[it * nw + w] = staged[w * nvec + c // ne]
+                            if masked:
+                                for w in range(mw):
+                                    ms[it * mw + w] = staged[mbase + w * nvec + c // ne]
+                        elif masked:
+                            mask_fill(tm, 0)
+                            copy_m(ms, it * mw, tm, 0)
                     elif c < lim:
                         if c + ne <= cols_p:
                             ld_x_cs(xs, it * nw, xr, c)

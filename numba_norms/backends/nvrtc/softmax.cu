@@ -98,6 +98,31 @@ struct MaskBytes {
     return ((w[j / 4] >> (8 * (j % 4))) & 0xffu) != 0u;
   }
 
+  // The staged copy of a masked row (SoftmaxConfig.stage): the words at p, aligned to their
+  // size (WORDS consecutive words a vector).
+  __device__ __forceinline__ void store_words(unsigned* p) const {
+    if constexpr (WORDS == 4) {
+      *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (WORDS == 2) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < WORDS; ++i) p[i] = w[i];
+    }
+  }
+  __device__ __forceinline__ void load_words(const unsigned* p) {
+    if constexpr (WORDS == 4) {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x; w[1] = q.y; w[2] = q.z; w[3] = q.w;
+    } else if constexpr (WORDS == 2) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x; w[1] = q.y;
+    } else {
+#pragma unroll
+      for (int i = 0; i < WORDS; ++i) w[i] = p[i];
+    }
+  }
+
   // Columns outside the row read as masked (bytes 0x01): bytes j >= n (0 <= n < N).
   __device__ __forceinline__ void mask_from(int n) {
 #pragma unroll
@@ -718,6 +743,20 @@ __device__ __forceinline__ T* staged_row() {
   }
 }
 
+// Where a staged masked build keeps its mask words: after the part's elements (``len``
+// columns, whole vectors), on a 16-byte boundary, MaskBytes<N>::WORDS words a vector (nullptr
+// otherwise). Each CTA lays out its own shared memory, so its own part length is the one.
+template <typename T, int N, bool STAGE, bool MASKED>
+__device__ __forceinline__ unsigned* staged_mask(T* staged, int len) {
+  if constexpr (STAGE && MASKED) {
+    const int bytes = (len + N - 1) / N * N * static_cast<int>(sizeof(T));
+    return reinterpret_cast<unsigned*>(reinterpret_cast<unsigned char*>(staged) +
+                                       (bytes + 15) / 16 * 16);
+  } else {
+    return nullptr;
+  }
+}
+
 }  // namespace nnsm
 
 // softmax_fwd's result for rows of any length (SoftmaxConfig.chunk), holding CHUNK vectors a
@@ -727,9 +766,9 @@ __device__ __forceinline__ T* staged_row() {
 // softmax_fwd. A row of several CTAs (SOFTMAX_MULTI_CTA builds) is cut into gridDim.x
 // contiguous parts, each streamed as a row of its own; the CTAs merge their (max, sum) pairs
 // through RowParts as softmax_fwd does, so each SM keeps a part of a row, not a row, in L2.
-// STAGE (SoftmaxConfig.stage; one CTA a row): the first pass also stores each vector it loads
-// into dynamic shared memory at its column, and the second reads it back from there; a thread
-// reads only the vectors it stored, so no barrier is needed.
+// STAGE (SoftmaxConfig.stage; one CTA or one cluster a row): the first pass also stores each
+// vector it loads (and its mask bytes) into dynamic shared memory at its column, and the second
+// reads it back from there; a thread reads only the vectors it stored, so no barrier is needed.
 template <typename T, int WARPS_N, int NUM_ELTS, int CHUNK, int VARIANT, int MIN_CTAS,
           bool REVERSE, bool STAGE>
 __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
@@ -752,8 +791,9 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   __shared__ float s_max[WARPS_N];
   __shared__ float s_sum[WARPS_N];
   __shared__ int s_keep[WARPS_N];
-  static_assert(!(STAGE && MASKED), "a staged row is not masked");
   T* const staged = staged_row<T, STAGE>();
+  [[maybe_unused]] unsigned* const smask = staged_mask<T, N, STAGE, MASKED>(staged, part.len);
+  [[maybe_unused]] constexpr int MW = MaskBytes<N>::WORDS;
 
   int trip = 0;
   for (int row = blockIdx.y; row < rows; row += gridDim.y, ++trip) {
@@ -782,7 +822,11 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       if constexpr (STAGE) {
 #pragma unroll
         for (int it = 0; it < CHUNK; ++it) {
-          if (c0 + it * STEP < lim) p[it].store(staged + c0 + it * STEP);
+          const int c = c0 + it * STEP;
+          if (c < lim) {
+            p[it].store(staged + c);
+            if constexpr (MASKED) mb[it].store_words(smask + c / N * MW);
+          }
         }
       }
       float v[CHUNK][N];
@@ -866,8 +910,17 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
 #pragma unroll
       for (int it = 0; it < CHUNK; ++it) {
         if constexpr (STAGE) {  // the vectors the first pass kept (zeros past the limit)
+          const int c = c0 + it * STEP;
           clear(p[it].w);
-          if (c0 + it * STEP < lim) p[it].load(staged + c0 + it * STEP);
+          if (c < lim) p[it].load(staged + c);
+          if constexpr (MASKED) {  // (the masked variant's limit is the part's end)
+            if (c < lim) {
+              mb[it].load_words(smask + c / N * MW);
+            } else {
+              clear(mb[it].w);
+              mb[it].mask_from(0);
+            }
+          }
         } else {
           load_vector<true, T, N, MASKED>(p[it], mb[it], xr, mr, c0 + it * STEP, lim, len);
         }
