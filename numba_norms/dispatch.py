@@ -243,8 +243,8 @@ def _softmax_plan(
     except PlanError:
         if not cfg.stage:
             raise
-        # A staged row longer than a CTA's shared memory (or of several CTAs): the same shape
-        # streams its second read from L2.
+        # A staged part longer than a CTA's shared memory, or rows of several CTAs without a
+        # cluster a row (the counter path): the same shape streams its second read from L2.
         plan = plan_of(dataclasses.replace(cfg, stage=False))
     with _plan_lock:
         _plan_cache[cache_key] = plan

@@ -90,9 +90,10 @@ STREAM_SHAPES = tuple(
 # a row keeps 34-67 MB of rows in flight on 132 SMs, more than L2 holds for the second read
 # (run 172: the backward 0.91-0.96x of its held entry there).
 STREAM_CTAS = (1, 2, 4)
-# --stage: the staged forward (SoftmaxConfig.stage, one CTA a row on the grid of rows). Run 208's
-# prototype (bf16 32768 keys, the row in shared memory) ran 92.6-93.3% of the copy ceiling on
-# 8-32 warps with 2-3 CTAs an SM, holding the row as one chunk (8 vectors a thread at 16 warps).
+# --stage: the staged forward (SoftmaxConfig.stage, one CTA or, past 32768 keys, one cluster a
+# row on the grid of rows). Run 208's prototype (bf16 32768 keys, the row in shared memory) ran
+# 92.6-93.3% of the copy ceiling on 8-32 warps with 2-3 CTAs an SM, holding the row as one chunk
+# (8 vectors a thread at 16 warps).
 STAGE_SHAPES = tuple(
     (wn, chunk, m)
     for wn in (8, 16, 32)

@@ -476,7 +476,15 @@ struct Cta {
   }
   Bar bar; std::vector<std::unique_ptr<Warp>> warps; std::atomic<int> fail{0};
   std::mutex m; std::map<int, void*> shared;
+  std::vector<unsigned char> dyn;  // the launch's dynamic shared memory, then a guard zone
 };
+// Dynamic shared memory a CTA gets (emu_set_dyn: the planner's figure); a kernel that writes
+// past it overwrites the guard, which emu_launch checks (emu_dyn_overrun).
+constexpr int kDynGuard = 4096;
+inline int g_dyn_bytes = 0;
+inline int g_dyn_overrun = 0;
+extern "C" void emu_set_dyn(int bytes) { g_dyn_bytes = bytes; }
+extern "C" int emu_dyn_overrun() { return g_dyn_overrun; }
 inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 gridDim, blockDim;
 inline thread_local Cta* g_cta;
@@ -508,7 +516,10 @@ template <typename F> void emu_launch(dim3 grid, dim3 block, F fn) {
   gridDim = grid; blockDim = block;
   const int ctas = grid.x * grid.y, n = block.x;
   std::vector<std::unique_ptr<Cta>> cs;
-  for (int i = 0; i < ctas; ++i) cs.push_back(std::make_unique<Cta>(n));
+  for (int i = 0; i < ctas; ++i) {
+    cs.push_back(std::make_unique<Cta>(n));
+    cs.back()->dyn.assign(g_dyn_bytes + kDynGuard, 0xA5);
+  }
   struct Arg { F* fn; Cta* cta; dim3 b, t; };
   std::vector<Arg> args;
   for (unsigned by = 0; by < grid.y; ++by)
@@ -522,6 +533,9 @@ template <typename F> void emu_launch(dim3 grid, dim3 block, F fn) {
           Arg* a = static_cast<Arg*>(p); g_cta = a->cta; blockIdx = a->b; threadIdx = a->t;
           (*a->fn)(); return nullptr; }, &args[i])) std::abort();
   for (auto& t : th) pthread_join(t, nullptr);
+  g_dyn_overrun = 0;
+  for (auto& c : cs)
+    for (int i = g_dyn_bytes; i < g_dyn_bytes + kDynGuard; ++i) g_dyn_overrun |= c->dyn[i] != 0xA5;
 }
 """
 
@@ -631,10 +645,10 @@ def _emu_source(text: str) -> str:
     text = re.sub(
         r'asm\s*(volatile\s*)?\(\s*((?:"[^"]*"\s*)+)(.*?)\);', _emu_rewrite_asm, text, flags=re.S
     )
-    # the dynamic shared memory of a staged row: a megabyte a CTA
+    # the dynamic shared memory of a staged row: the CTA's, sized by emu_set_dyn
     text = re.sub(
         r"extern\s+__shared__\s+__align__\(\d+\)\s+unsigned char\s+(\w+)\[\];",
-        r"auto& \1 = cta_shared<unsigned char[1 << 20], __LINE__>();",
+        r"unsigned char* const \1 = g_cta->dyn.data();",
         text,
     )
     return re.sub(
@@ -807,8 +821,17 @@ def test_emulated_stream_forward(emu_dir, case, stage):
     assert cols > grid[0] * wn * 32 * n * chunk or tiny, "a case of one chunk a part"
     stats, barrier = _emu_buffers(grid, 1)
     lib = _emu_lib(emu_dir, expr, grid[0])
+    # a staged CTA gets exactly the planner's shared memory for its part (guarded past it)
+    cfg = SoftmaxConfig(
+        "softmax_fwd", "block", wn * 32 * 16 // np.dtype(_EMU_NP[dtype]).itemsize, dtype, 1, wn,
+        16, variant, 1, chunk=chunk, grid="rows", stage=True,
+    )  # fmt: skip
+    staged = SoftmaxSpec(cfg, n, chunk, grid[0]).stage_bytes(cols) if stage else 0
+    assert staged or not stage
+    lib.emu_set_dyn(ctypes.c_int(staged))
     _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, wn * 32, (sq, heads, mb),
                        (_ptr(stats), _ptr(barrier)))  # fmt: skip
+    assert lib.emu_dyn_overrun() == 0, "the kernel wrote past the planner's shared memory"
 
 
 # (dtype, (warps_m, warps_n, num_elts, ldgs), rows, cols, pitch, grid, prefetch)

@@ -211,12 +211,19 @@ def test_staged_streaming_forward(sk, dtype):
 @pytest.mark.parametrize("sk", [120001, 131072])
 def test_staged_rows_of_a_cluster(sk, dtype):
     """A staged entry timed on 131072 keys: four CTAs a row, a cluster a row on the grid of
-    rows, each keeping its part's words in shared memory."""
+    rows, each keeping its part's words in shared memory. Odd rows take one-element vectors: a
+    masked part then needs a word an element and a word a mask byte (240 KB), more than a CTA
+    may have, so there is no staged plan (dispatch plans the entry unstaged)."""
     for variant in ("scaled", "masked", "aligned_causal"):
         cfg = registry.SoftmaxConfig(
             "softmax_fwd", "block", 32768, dtype, 1, 16, 16, variant, 1, keys=131072, chunk=4,
             grid="rows", stage=True,
         )  # fmt: skip
+        if variant == "masked" and sk % 2:
+            spec = planner.softmax_spec(cfg, sk, 1, LIMITS)
+            with pytest.raises(planner.PlanError, match="240020 bytes of shared memory"):
+                planner.softmax_plan(spec, 8, sk, LIMITS, 1)
+            continue
         _forward(variant, dtype, sk, cfg)
 
 
