@@ -176,23 +176,20 @@ def staged_candidates(
     memory (with the masked variant's mask bytes; none for the backward)."""
     if op != "softmax_fwd":
         return []
-    size = registry.itemsize(dtype)
-    vec = 16 // size
+    vec = 16 // registry.itemsize(dtype)
     out = []
     for wn, chunk, m in STAGE_SHAPES:
         span = _stream_span(wn, vec, cols)
         for ctas in row_ctas if cols > 32768 else (1,):
-            part = -(-cols // (ctas * vec)) * vec * (size + (variant == "masked"))
-            if span // ctas < wn * 32 * vec or (
-                max_shared is not None and part + planner.STAGE_RESERVE > max_shared
-            ):
+            if span // ctas < wn * 32 * vec:
                 continue
-            out.append(
-                registry.SoftmaxConfig(
-                    op, "block", span // ctas, dtype, 1, wn, 16, variant, m, keys=cols,
-                    grid="rows", chunk=chunk, stage=True,
-                )
+            cfg = registry.SoftmaxConfig(
+                op, "block", span // ctas, dtype, 1, wn, 16, variant, m, keys=cols, grid="rows",
+                chunk=chunk, stage=True,
             )  # fmt: skip
+            part = planner.SoftmaxSpec(cfg, vec, chunk, ctas).stage_bytes(cols)  # the planner's
+            if max_shared is None or part + planner.STAGE_RESERVE <= max_shared:
+                out.append(cfg)
     return out
 
 

@@ -545,16 +545,12 @@ def _stream_forward_kernel(
             for c0 in range(first, stop, walk):
                 for it in range(chunk):
                     c = c0 + it * step
-                    if stage:  # the words the first pass kept
-                        if c < lim:
-                            for w in range(nw):
-                                xs[it * nw + w] = staged[w * nvec + c // ne]
-                            if masked:
-                                for w in range(mw):
-                                    ms[it * mw + w] = staged[mbase + w * nvec + c // ne]
-                        elif masked:
-                            mask_fill(tm, 0)
-                            copy_m(ms, it * mw, tm, 0)
+                    if c < lim and stage:  # the words the first pass kept
+                        for w in range(nw):
+                            xs[it * nw + w] = staged[w * nvec + c // ne]
+                        if masked:
+                            for w in range(mw):
+                                ms[it * mw + w] = staged[mbase + w * nvec + c // ne]
                     elif c < lim:
                         if c + ne <= cols_p:
                             ld_x_cs(xs, it * nw, xr, c)
