@@ -1,15 +1,16 @@
 """Compile every registry entry ahead of time (``numba-norms precompile``).
 
-Works without a GPU when an arch is given: NVRTC kernels land in the disk cache under the same
-key a GPU of that arch will look up later.
+Works without a GPU when an arch is given: NVRTC kernels and Numba kernels (their linked cubins)
+land in the disk cache under the same key a GPU of that arch will look up later.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from . import planner, registry
@@ -80,19 +81,20 @@ def precompile(
     """Compile the specs of ``ops`` (or the given ``specs``) with ``backend`` for ``arch``.
 
     NVRTC compiles run on a thread pool (NVRTC releases the GIL: 4x faster than one thread on a
-    2-core machine, measured on 12 LayerNorm kernels); Numba compiles one after another (with a
-    GPU its cubins are stored in the same disk cache).
+    2-core machine, measured on 12 LayerNorm kernels); Numba builds run in worker processes
+    (``NUMBA_NORMS_PRECOMPILE_WORKERS``, default one a core) and store linked cubins in the
+    same disk cache, GPU or not. Without ``arch`` the current GPU's arch is used.
     """
     import rtc
 
     todo = list(all_specs(ops, backend) if specs is None else specs)
     start = time.perf_counter()
+    if arch is None:  # this GPU's arch: compile only, the first launch loads from the cache
+        info = rtc.device_info()
+        if info is None:
+            raise RuntimeError("no GPU: give an arch (e.g. sm_90) to precompile")
+        arch = info.arch
     if backend == "nvrtc":
-        if arch is None:  # this GPU's arch: compile only, the first launch loads from the cache
-            info = rtc.device_info()
-            if info is None:
-                raise RuntimeError("no GPU: give an arch (e.g. sm_90) to precompile")
-            arch = info.arch
 
         def one(item) -> bool:
             module, backward, spec = item
@@ -107,11 +109,47 @@ def precompile(
                 if progress is not None:
                     progress.update(1)
         return PrecompileResult(len(todo) - cached, cached, time.perf_counter() - start)
-    for module, backward, spec in todo:
-        mod = backend_module(backend, module)
-        (mod.compile_backward if backward else mod.compile_forward)(spec, arch=arch)
-        if progress is not None:
-            progress.update(1)
-    # Counted as compiled. With a GPU each Numba kernel's cubin lands in rtc's disk cache
-    # (backends/numba/_cubin.py); without one only PTX is made, nothing is stored.
-    return PrecompileResult(len(todo), 0, time.perf_counter() - start)
+    # Numba compiles hold the GIL (0.4-0.9 s a kernel of Python-side typing and lowering on the
+    # 2-core dev box, NVVM 0.06 s of it): worker processes, not threads. The builds touch no
+    # GPU, so the workers create no CUDA context.
+    workers = min(_numba_workers(), len(todo))
+    cached = 0
+    if workers <= 1:
+        for item in todo:
+            cached += _store_numba(item, arch)
+            if progress is not None:
+                progress.update(1)
+    else:
+        ctx = multiprocessing.get_context("spawn")  # no forked CUDA or Numba state
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            for hit in pool.map(_store_numba, todo, [arch] * len(todo), chunksize=4):
+                cached += hit
+                if progress is not None:
+                    progress.update(1)
+    return PrecompileResult(len(todo) - cached, cached, time.perf_counter() - start)
+
+
+def _numba_workers() -> int:
+    """Processes for Numba builds: ``NUMBA_NORMS_PRECOMPILE_WORKERS``, else one a core."""
+    raw = os.environ.get("NUMBA_NORMS_PRECOMPILE_WORKERS", "")
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(
+                f"NUMBA_NORMS_PRECOMPILE_WORKERS: expected a positive integer, got {raw!r}"
+            )
+        return n
+    return os.cpu_count() or 1
+
+
+def _store_numba(item: tuple[str, bool, object], arch: str) -> bool:
+    """Put one spec's Numba cubins for ``arch`` in the disk cache; True where none was built
+    (all were cached already)."""
+    module, _backward, spec = item
+    from .backends.numba import _norms, softmax
+
+    origins = (softmax if module == "softmax" else _norms).store_cubins(spec, arch)
+    return "compiled" not in origins

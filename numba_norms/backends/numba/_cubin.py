@@ -5,28 +5,50 @@ between processes. Each kernel is compiled once with Numba; its linked cubin and
 :func:`rtc.cached_cubin` (in process and on disk), and every process, the first included, loads
 the cubin through rtc and launches it with :class:`rtc.Launcher` like an NVRTC kernel. A later
 process finds the cubin on disk and does not run Numba at all.
+
+The build needs no GPU: given the target compute capability, Numba's own kernel pipeline
+(``_Kernel``: NVVM, then the link, cudadevrt included where a kernel syncs its grid) runs with
+the device queries answered by :func:`assume_device`. So ``numba-norms precompile --backend
+numba --arch sm_90`` on a CPU machine stores the cubins a GPU of that arch looks up later: one
+key function (:func:`module`) serves both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import rtc
 
-__all__ = ["load"]
+__all__ = ["assume_device", "load", "module"]
 
 _DIR = Path(__file__).resolve().parent
 # The kernel factories live in these files: any edit to them makes new cubins.
 _SOURCES = ("_cubin.py", "_norms.py", "_rowops.py", "softmax.py")
+# The stand-in swaps numba-cuda module attributes: one holder at a time.
+_STAND_IN = threading.RLock()
+
+
+def _linker_id() -> str:
+    """Which linker makes the cubin, with its version (its ptxas decides the code)."""
+    try:
+        from cuda.bindings import nvjitlink
+
+        major, minor = nvjitlink.version()
+        return f"nvJitLink {major}.{minor}"
+    except Exception:  # no nvJitLink: numba-cuda links through the driver
+        return "driver linker"
 
 
 @functools.cache
 def _tool_digest() -> str:
-    """Digest of the kernel sources and the Numba versions that compile them."""
+    """Digest of the kernel sources and the tools (Numba, linker) that compile them."""
     import numba
     import numba_cuda
 
@@ -34,38 +56,103 @@ def _tool_digest() -> str:
     for name in _SOURCES:
         h.update((_DIR / name).read_bytes())
     h.update(f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}".encode())
+    h.update(_linker_id().encode())
     return h.hexdigest()
 
 
-def load(key: tuple, compile_kernel: Callable[[], Any], cc: tuple[int, int]) -> rtc.Kernel:
-    """The kernel named by ``key`` for compute capability ``cc``, loaded on the current device.
+@contextlib.contextmanager
+def assume_device(cc: tuple[int, int]) -> Iterator[None]:
+    """Let numba-cuda compile and link for ``cc`` without a GPU (or without touching it).
+
+    Three places ask the current device for its compute capability: the kernel pipeline
+    (``dispatcher.get_current_device``), ``CUDADispatcher.compile_device`` for each device
+    function met (our helpers, and the ``@overload`` implementations behind builtins), and
+    the code library's default target (``codegen.devices.get_context``). All three get ``cc``.
+    """
+    from numba.cuda import codegen as _codegen
+    from numba.cuda import dispatcher as _dispatcher
+
+    device = SimpleNamespace(compute_capability=cc)
+    with _STAND_IN:
+        real_device, real_devices = _dispatcher.get_current_device, _codegen.devices
+        _dispatcher.get_current_device = lambda: device
+        _codegen.devices = SimpleNamespace(get_context=lambda: SimpleNamespace(device=device))
+        try:
+            yield
+        finally:
+            _dispatcher.get_current_device, _codegen.devices = real_device, real_devices
+
+
+def _build(pyfunc: Any, signature: Any, launch_bounds: Any, cc: tuple[int, int], stand_in: bool):
+    """Compile ``pyfunc`` as a kernel of ``signature`` and link it for ``cc``: (cubin, symbols).
+
+    The same steps as ``cuda.jit(signature)`` (Numba's ``_Kernel`` with the dispatcher's
+    options) but without loading the module on a device, which the build does not need.
+    ``stand_in``: answer numba-cuda's device queries with ``cc`` (no GPU, or a build for
+    another arch); otherwise the current device answers (its compute capability is ``cc``).
+    """
+    from numba import cuda
+    from numba.cuda.dispatcher import _Kernel
+
+    disp = cuda.jit(launch_bounds=launch_bounds)(pyfunc)  # no signature: nothing compiled yet
+    argtypes = tuple(getattr(signature, "args", signature))  # void(...) or a tuple of types
+    with assume_device(cc) if stand_in else contextlib.nullcontext():
+        kernel = _Kernel(disp.py_func, argtypes, **disp.targetoptions)
+        lib = kernel._codelibrary
+        # the linked image (numba-cuda 0.30 hands it over as a cuda.core ObjectCode)
+        image = lib.get_cubin(cc)
+    code = image if isinstance(image, (bytes, bytearray, memoryview)) else image.code
+    return bytes(code), {"kernel": lib._entry_name}
+
+
+def module(
+    key: tuple,
+    make: Callable[[], Any],
+    signature: Any,
+    launch_bounds: tuple[int, int] | None,
+    cc: tuple[int, int],
+    stand_in: bool = True,
+) -> rtc.CompiledModule:
+    """The cubin of one kernel for compute capability ``cc``, from rtc's caches or built now.
 
     Parameters
     ----------
     key : tuple
-        Everything the kernel's code depends on besides the sources (spec key, variant,
-        signature, launch bounds); its ``repr`` is part of the cache key.
-    compile_kernel : callable
-        Returns the Numba dispatcher compiled eagerly for one signature; called only when
-        neither rtc cache has the cubin.
+        Everything the kernel's code depends on besides the sources and tool versions (spec key,
+        variant); its ``repr`` with the signature and launch bounds is part of the cache key.
+    make : callable
+        Returns the kernel's Python function; called only when neither rtc cache has the cubin.
+    signature : numba signature or tuple
+        The kernel's argument types (``void(...)`` or a tuple of types).
+    launch_bounds : (int, int) or None
+        ``(threads, min CTAs an SM)``, as ``cuda.jit`` takes them.
     cc : (int, int)
-        The current device's compute capability.
+        The target compute capability; no GPU is needed.
+    stand_in : bool
+        Build with numba-cuda's device queries answered by ``cc`` (:func:`assume_device`).
+        False where the current device is the target: the stand-in swaps module attributes
+        that other threads using numba-cuda would see during the build.
+
+    Returns
+    -------
+    rtc.CompiledModule
+        Not loaded on any device yet; ``origin`` says whether it was built now or read from disk.
     """
-
-    def build() -> tuple[bytes, dict[str, str]]:
-        disp = compile_kernel()
-        (kernel,) = disp.overloads.values()
-        lib = kernel.library
-        # the linked image (cudadevrt included where the kernel uses grid groups; numba-cuda
-        # 0.30 hands it over as a cuda.core ObjectCode) and the kernel's mangled entry name
-        image = lib.get_cubin(cc)
-        code = image if isinstance(image, (bytes, bytearray, memoryview)) else image.code
-        return bytes(code), {"kernel": lib._entry_name}
-
-    mod = rtc.cached_cubin(
-        ("numba-norms", _tool_digest(), repr(key)),
-        build,
+    return rtc.cached_cubin(
+        ("numba-norms", _tool_digest(), repr(key + (str(signature), launch_bounds))),
+        lambda: _build(make(), signature, launch_bounds, cc, stand_in),
         arch=f"sm_{cc[0]}{cc[1]}",
         name=f"numba:{key[0]}",
     )
-    return mod.kernel("kernel")
+
+
+def load(
+    key: tuple,
+    make: Callable[[], Any],
+    signature: Any,
+    launch_bounds: tuple[int, int] | None,
+    cc: tuple[int, int],
+) -> rtc.Kernel:
+    """:func:`module`'s kernel, loaded on the current device (whose compute capability is
+    ``cc``), built with the device's own answers."""
+    return module(key, make, signature, launch_bounds, cc, stand_in=False).kernel("kernel")

@@ -32,11 +32,9 @@ kernels are compiled with or without the amax reduction (closure constant).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import threading
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -74,6 +72,7 @@ __all__ = [
     "launchers",
     "active_clusters",
     "occupancy_backward",
+    "store_cubins",
     "occupancy_forward",
 ]
 
@@ -1781,25 +1780,6 @@ def _device_cc() -> tuple[int, int]:
     return tuple(cuda.get_current_device().compute_capability)
 
 
-@contextlib.contextmanager
-def _assume_device(cc: tuple[int, int]):
-    """Let numba-cuda compile device functions without a GPU.
-
-    ``compile_ptx`` takes its target from ``cc``, but each device function it meets (our
-    helpers, and the ``@overload`` implementations behind builtins such as ``bool``) goes
-    through ``CUDADispatcher.compile_device``, which asks the current device for its compute
-    capability. Without a GPU we answer with the requested one.
-    """
-    from numba.cuda import dispatcher as _dispatcher
-
-    real = _dispatcher.get_current_device
-    _dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
-    try:
-        yield
-    finally:
-        _dispatcher.get_current_device = real
-
-
 def _kernel_for(
     key: tuple,
     make,
@@ -1807,6 +1787,7 @@ def _kernel_for(
     arch: str | None,
     launch_bounds: tuple[int, int] | None = None,
     cooperative: bool = False,
+    store: bool = False,
 ) -> _Compiled | str:
     """Compile (cached) ``make(cc)`` for the current device, or to PTX for ``arch``.
 
@@ -1814,7 +1795,9 @@ def _kernel_for(
     hardware conversions (:func:`_hw_flags`). ``launch_bounds`` (threads, min CTAs per SM) is the
     registry's register cap (ignored by the simulator). On a GPU the kernel comes from
     :mod:`._cubin` (compiled by Numba once, then a cubin in rtc's caches); ``cooperative``: it
-    synchronises several CTAs of a row (launched cooperatively).
+    synchronises several CTAs of a row (launched cooperatively). ``store`` (with ``arch``, GPU
+    or not): put the cubin for ``arch`` in rtc's caches under the key a GPU of that arch looks
+    up, and return where it came from (:func:`rtc.last_origin`).
     """
     if _SIM:
         hit = _CACHE.get(key)
@@ -1822,11 +1805,15 @@ def _kernel_for(
             disp = cuda.jit(make(None))
             hit = _CACHE[key] = _Compiled(disp, disp, False)
         return hit
+    if store:
+        cc = _cc_of(arch)
+        _cubin.module(key, lambda: make(cc), signature, launch_bounds, cc)
+        return rtc.last_origin()
     if arch is not None and not _gpu_present():
         cc = _cc_of(arch)
         ptx = _PTX_CACHE.get((key, cc))
         if ptx is None:
-            with _LOCK, _assume_device(cc):
+            with _LOCK, _cubin.assume_device(cc):
                 ptx, _ = cuda.compile_ptx(make(cc), signature, cc=cc, launch_bounds=launch_bounds)
             if key[0] == "fin":
                 _PTX_CACHE[(key, cc)] = ptx
@@ -1839,11 +1826,7 @@ def _kernel_for(
     with _LOCK:
         hit = _CACHE.get(full_key)
         if hit is None:
-            kernel = _cubin.load(
-                key + (str(signature), launch_bounds),
-                lambda: cuda.jit(signature, launch_bounds=launch_bounds)(make(cc)),
-                cc,
-            )
+            kernel = _cubin.load(key, lambda: make(cc), signature, launch_bounds, cc)
             hit = _CACHE[full_key] = _Compiled(None, kernel, cooperative)
     return hit
 
@@ -1859,8 +1842,11 @@ def _bounds(spec: NormSpec) -> tuple[int, int]:
     return (spec.threads, spec.config.min_ctas_per_sm)
 
 
-def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Compiled | str:
-    """The forward kernel; ``amax``: the variant with the amax reduction (non-FP8 outputs)."""
+def _forward(
+    spec: NormSpec, arch: str | None = None, amax: bool = False, store: bool = False
+) -> Any:
+    """The forward kernel; ``amax``: the variant with the amax reduction (non-FP8 outputs);
+    ``store``: see :func:`_kernel_for`."""
     multi = spec.multi_cta
     amax = amax and not _fp8(spec)  # FP8 kernels always carry it
     return _kernel_for(
@@ -1870,10 +1856,11 @@ def _forward(spec: NormSpec, arch: str | None = None, amax: bool = False) -> _Co
         arch,
         _bounds(spec),
         multi,
+        store,
     )
 
 
-def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
+def _backward(spec: NormSpec, arch: str | None = None, store: bool = False) -> tuple[Any, Any]:
     multi = spec.multi_cta
     cfg = spec.config
     has_beta = not cfg.is_rms
@@ -1886,6 +1873,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
         arch,
         _bounds(spec),
         multi,
+        store,
     )
     fin = _kernel_for(
         ("fin", cfg.weight, has_beta),
@@ -1893,6 +1881,7 @@ def _backward(spec: NormSpec, arch: str | None = None) -> tuple[Any, Any]:
         None if _SIM else _finalize_signature(cfg.weight),
         arch,
         (32 * FINALIZE_MAX_ROWS, 1),  # the largest block the planner gives it
+        store=store,
     )
     return main, fin
 
@@ -1946,6 +1935,20 @@ def compile_backward(spec: NormSpec, arch: str | None = None) -> Any:
     if isinstance(main, str):
         return main + "\n" + fin
     return main
+
+
+def store_cubins(spec: NormSpec, arch: str) -> list[str]:
+    """Put the cubins of ``spec`` (forward, or backward and its finalize) for ``arch`` in rtc's
+    caches, where a GPU of that arch finds them; no GPU needed.
+
+    Returns where each came from: ``"compiled"`` (built now), ``"disk"`` or ``"memory"``.
+    """
+    _check_op(spec, spec.config.is_backward)
+    if _SIM:
+        raise RuntimeError("store_cubins is not available under Numba's CUDA simulator")
+    if spec.config.is_backward:
+        return list(_backward(spec, arch, store=True))
+    return [_forward(spec, arch, store=True)]
 
 
 def _occupancy(compiled: _Compiled, threads: int) -> int:

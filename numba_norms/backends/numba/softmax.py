@@ -47,6 +47,7 @@ __all__ = [
     "active_clusters",
     "occupancy_backward",
     "occupancy_forward",
+    "store_cubins",
 ]
 
 # Occupancy reported under the simulator (it has no SMs; a small grid keeps tests fast).
@@ -936,15 +937,20 @@ def _parse_arch(arch: str) -> tuple[int, int]:
     return int(digits[:-1]), int(digits[-1])
 
 
+def _numba_build(spec: SoftmaxSpec) -> SoftmaxSpec:
+    """``spec`` as this backend builds it: the backward without the pipeline (run 42 timed one,
+    each vector of the next row loaded as this row's is taken, at 0.74-1.14x of the unpipelined
+    kernel on the shapes NVRTC's sweep chose, and it cost the unpipelined code registers)."""
+    if spec.config.is_backward and spec.config.prefetch:
+        spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config, prefetch=False))
+    return spec
+
+
 def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
     if spec.config.is_backward != backward:
         want = "softmax_bwd" if backward else "softmax_fwd"
         raise ValueError(f"expected a {want} spec, got {spec.config.op}")
-    if backward and spec.config.prefetch:
-        # The Numba backward builds without the pipeline: run 42 timed one (each vector of the
-        # next row loaded as this row's is taken) at 0.74-1.14x of the unpipelined kernel on the
-        # shapes NVRTC's sweep chose, and it cost the unpipelined code registers.
-        spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config, prefetch=False))
+    spec = _numba_build(spec)
     threads = spec.threads
     bounds = (threads, spec.config.min_ctas_per_sm)
     if arch is not None:
@@ -993,6 +999,17 @@ def _fallbacks(config: Any) -> list[tuple[int, bool]]:
     return out
 
 
+def _build_args(spec: SoftmaxSpec, mc: int, pf: bool) -> tuple:
+    """(key, spec, signature, launch bounds) of the build of ``spec`` capped for ``mc`` CTAs an
+    SM, with or without the pipeline: what :mod:`._cubin` keys its cubin by."""
+    s = dataclasses.replace(
+        spec, config=dataclasses.replace(spec.config, min_ctas_per_sm=mc, prefetch=pf)
+    )
+    sig = _signature(s)
+    bounds = (s.threads, mc)
+    return ("softmax", s.kernel_key), s, sig, bounds
+
+
 def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
     """The kernel of ``spec`` for the current device, without heavy spilling.
 
@@ -1003,16 +1020,8 @@ def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
     of the one kept.
     """
     for mc, pf in _fallbacks(spec.config):
-        s = dataclasses.replace(
-            spec, config=dataclasses.replace(spec.config, min_ctas_per_sm=mc, prefetch=pf)
-        )
-        bounds = (s.threads, mc)
-        key = ("softmax", s.kernel_key, str(_signature(s)), bounds)
-
-        def make(s: SoftmaxSpec = s, bounds: tuple[int, int] = bounds) -> Any:
-            return cuda.jit(_signature(s), launch_bounds=bounds)(_pyfunc(s, cc))
-
-        kernel = _cubin.load(key, make, cc)
+        key, s, sig, bounds = _build_args(spec, mc, pf)
+        kernel = _cubin.load(key, lambda s=s: _pyfunc(s, cc), sig, bounds, cc)
         if kernel.local_bytes <= SPILL_LIMIT:
             break
     return kernel  # the first that fits, else the last (uncapped, unpipelined) build
@@ -1035,6 +1044,23 @@ def compile_forward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
 def compile_backward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
     """Compile (cached) the backward kernel of ``spec``; see :func:`compile_forward`."""
     return _compile(spec, True, arch)
+
+
+def store_cubins(spec: SoftmaxSpec, arch: str) -> list[str]:
+    """Put the cubin of ``spec`` (forward or backward) for ``arch`` in rtc's caches, where a
+    GPU of that arch finds it; no GPU needed.
+
+    Only the configuration's own build is stored: whether it spills past :data:`SPILL_LIMIT`
+    (and a GPU then builds the next of :func:`_fallbacks`) is known once the device loads it.
+    Returns where it came from: ``["compiled"]`` (built now), ``["disk"]`` or ``["memory"]``.
+    """
+    if ro.SIM:
+        raise RuntimeError("store_cubins is not available under Numba's CUDA simulator")
+    spec = _numba_build(spec)
+    cc = _parse_arch(arch)
+    key, s, sig, bounds = _build_args(spec, spec.config.min_ctas_per_sm, spec.config.prefetch)
+    _cubin.module(key, lambda: _pyfunc(s, cc), sig, bounds, cc)
+    return [rtc.last_origin()]
 
 
 def occupancy_forward(spec: SoftmaxSpec) -> int:
