@@ -146,6 +146,14 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     if args.arch is None and not _has_gpu():
         print("precompile: no GPU here; give --arch (e.g. --arch sm_90)", file=sys.stderr)
         return 2
+    import rtc
+
+    if not rtc.disk_cache_enabled():
+        print(
+            "precompile: the disk cache is disabled (NUMBA_NORMS_DISABLE_DISK_CACHE is set): "
+            "nothing compiled now will be kept",
+            file=sys.stderr,
+        )
     backends = ("nvrtc", "numba") if args.backend == "all" else (args.backend,)
     start = time.perf_counter()
     compiled = cached = 0

@@ -121,8 +121,9 @@ def precompile(
                 progress.update(1)
     else:
         ctx = multiprocessing.get_context("spawn")  # no forked CUDA or Numba state
+        chunk = max(1, min(4, len(todo) // (4 * workers)))  # small lists: spread them too
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            for hit in pool.map(_store_numba, todo, [arch] * len(todo), chunksize=4):
+            for hit in pool.map(_store_numba, todo, [arch] * len(todo), chunksize=chunk):
                 cached += hit
                 if progress is not None:
                     progress.update(1)
@@ -130,7 +131,8 @@ def precompile(
 
 
 def _numba_workers() -> int:
-    """Processes for Numba builds: ``NUMBA_NORMS_PRECOMPILE_WORKERS``, else one a core."""
+    """Processes for Numba builds: ``NUMBA_NORMS_PRECOMPILE_WORKERS``, else one a core this
+    process may run on (each worker is a whole Numba process: 0.2-0.5 GB)."""
     raw = os.environ.get("NUMBA_NORMS_PRECOMPILE_WORKERS", "")
     if raw:
         try:
@@ -142,7 +144,10 @@ def _numba_workers() -> int:
                 f"NUMBA_NORMS_PRECOMPILE_WORKERS: expected a positive integer, got {raw!r}"
             )
         return n
-    return os.cpu_count() or 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _store_numba(item: tuple[str, bool, object], arch: str) -> bool:
@@ -151,5 +156,11 @@ def _store_numba(item: tuple[str, bool, object], arch: str) -> bool:
     module, _backward, spec = item
     from .backends.numba import _norms, softmax
 
-    origins = (softmax if module == "softmax" else _norms).store_cubins(spec, arch)
+    try:
+        origins = (softmax if module == "softmax" else _norms).store_cubins(spec, arch)
+    except Exception as exc:  # from a worker: say which kernel
+        raise RuntimeError(
+            f"Numba build of {spec.config.op} {spec.kernel_key} for {arch} failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     return "compiled" not in origins

@@ -54,7 +54,8 @@ def _import_core() -> None:
                 _core_ready = True
 
 
-_ARCH_RE = re.compile(r"^(?:sm_)?(\d)(\d+)([af]?)$")
+# The minor version is the last digit: sm_90 is (9, 0), sm_100 (10, 0), sm_120 (12, 0).
+_ARCH_RE = re.compile(r"^(?:sm_)?(\d+)(\d)([af]?)$")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ numba --arch``), under the key the GPU path looks up."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from types import SimpleNamespace
 
@@ -28,12 +29,17 @@ def cache_env(tmp_path, monkeypatch):
 
 
 def _specs():
-    """One spec of each kind: (module, backward, multi-CTA) -> spec, from the Numba registry."""
+    """One spec of each kind from the Numba registry: (module, backward, multi-CTA) -> spec, of
+    a 16-bit output; ("layernorm", False, "fp8") -> a forward of FP8 output."""
     from numba_norms import precompile
 
     out = {}
     for module, backward, spec in precompile.all_specs(backend="numba"):
-        out.setdefault((module, backward, bool(getattr(spec, "multi_cta", False))), spec)
+        fp8 = getattr(spec.config, "output", "").startswith("fp8")
+        if fp8 and not backward:
+            out.setdefault((module, False, "fp8"), spec)
+        else:
+            out.setdefault((module, backward, bool(getattr(spec, "multi_cta", False))), spec)
     return out
 
 
@@ -54,11 +60,12 @@ def _captured(monkeypatch, target, name):
     [
         ("layernorm", False, False),
         ("layernorm", False, True),
+        ("layernorm", False, "fp8"),
         ("rmsnorm", True, False),
         ("softmax", False, False),
         ("softmax", True, False),
     ],
-    ids=lambda k: f"{k[0]}-{'bwd' if k[1] else 'fwd'}{'-multi' if k[2] else ''}",
+    ids=lambda k: f"{k[0]}-{'bwd' if k[1] else 'fwd'}{'-' + str(k[2]) if k[2] else ''}",
 )
 def test_store_builds_linked_cubins_without_a_gpu(cache_env, kind):
     import rtc
@@ -66,11 +73,11 @@ def test_store_builds_linked_cubins_without_a_gpu(cache_env, kind):
 
     spec = _specs()[kind]
     impl = softmax if kind[0] == "softmax" else _norms
-    assert impl.store_cubins(spec, "sm_90") == ["compiled"] * (
-        2 if kind[0] != "softmax" and kind[1] else 1
-    )
+    # norms: forward and its amax variant (16-bit output), or backward and its finalize
+    n = 1 if kind[0] == "softmax" or kind[2] == "fp8" else 2
+    assert impl.store_cubins(spec, "sm_90") == ["compiled"] * n
     entries = rtc.cache_entries()
-    assert len(entries) == (2 if kind[1] and kind[0] != "softmax" else 1)
+    assert len(entries) == n
     # the same call again is served from memory, and after forgetting memory from disk
     assert set(impl.store_cubins(spec, "sm_90")) == {"memory"}
     rtc.clear_cache(memory=True, disk=False)
@@ -99,46 +106,137 @@ def test_store_builds_linked_cubins_without_a_gpu(cache_env, kind):
         assert mod.arch == "sm_90"
 
 
+def _gpu_norm_lookups(monkeypatch, spec):
+    """What the GPU path of the norms asks :mod:`._cubin` for (a device of cc 9.0 faked): the
+    kernels of ``spec`` and, for a forward of non-FP8 output, its amax variant."""
+    from numba_norms.backends.numba import _norms
+
+    monkeypatch.setattr(_norms, "_CACHE", {})
+    monkeypatch.setattr(_norms, "_gpu_present", lambda: True)
+    monkeypatch.setattr(_norms, "_device_cc", lambda: (9, 0))
+    if spec.config.is_backward:
+        _norms._backward(spec)
+    else:
+        _norms._forward(spec)
+        if not _norms._fp8(spec):
+            _norms._forward(spec, amax=True)
+
+
 def test_norm_store_key_is_the_gpu_lookup_key(monkeypatch):
     """What precompile stores is what a GPU of that arch looks up: same key, signature, launch
-    bounds and compute capability, forward (cooperative too) and backward with its finalize."""
+    bounds and compute capability, forward (cooperative too, amax variant included) and
+    backward with its finalize."""
     from numba_norms.backends.numba import _cubin, _norms
 
     specs = _specs()
-    for kind in [("layernorm", False, False), ("rmsnorm", False, True), ("layernorm", True, False)]:
+    kinds = [
+        ("layernorm", False, False),
+        ("rmsnorm", False, True),
+        ("layernorm", False, "fp8"),
+        ("layernorm", True, False),
+    ]
+    for kind in kinds:
         spec = specs[kind]
-        monkeypatch.setattr(_norms, "_CACHE", {})
         stored = _captured(monkeypatch, _cubin, "module")
         _norms.store_cubins(spec, "sm_90")
-        monkeypatch.setattr(_norms, "_gpu_present", lambda: True)
-        monkeypatch.setattr(_norms, "_device_cc", lambda: (9, 0))
         loaded = _captured(monkeypatch, _cubin, "load")
-        if kind[1]:
-            _norms._backward(spec)
-        else:
-            _norms._forward(spec)
-        assert stored and stored == loaded, kind
+        _gpu_norm_lookups(monkeypatch, spec)
+        assert len(stored) == (1 if kind[2] == "fp8" else 2) and stored == loaded, kind
         assert all(c[3] == (9, 0) for c in stored)
         monkeypatch.undo()
 
 
 def test_softmax_store_key_is_the_gpu_lookup_key(monkeypatch):
+    """As for the norms, through the softmax GPU path's entry point, including a backward
+    entry with the pipeline and a register cap (the Numba build drops the pipeline)."""
+    from numba import cuda
+
+    from numba_norms import precompile
     from numba_norms.backends.numba import _cubin, softmax
 
+    capped = next(
+        s
+        for _, backward, s in precompile.all_specs(("softmax",), "numba")
+        if backward and s.config.prefetch and s.config.min_ctas_per_sm > 1
+    )
     specs = _specs()
-    for kind in [("softmax", False, False), ("softmax", True, False)]:
-        spec = specs[kind]
+    for spec in [specs[("softmax", False, False)], specs[("softmax", True, False)], capped]:
         stored = _captured(monkeypatch, _cubin, "module")
         softmax.store_cubins(spec, "sm_90")
         loaded = _captured(monkeypatch, _cubin, "load")
-        softmax._load_fitting(softmax._numba_build(spec), (9, 0))  # what a GPU runs first
-        assert len(stored) == 1 and stored == loaded[:1], kind
+        monkeypatch.setattr(softmax, "_cache", {})
+        monkeypatch.setattr(
+            cuda, "get_current_device", lambda: SimpleNamespace(compute_capability=(9, 0))
+        )
+        compile_ = softmax.compile_backward if spec.config.is_backward else softmax.compile_forward
+        compile_(spec)
+        assert len(stored) == 1 and stored == loaded, spec.kernel_key
+        if spec is capped:
+            assert stored[0][2] == (spec.threads, spec.config.min_ctas_per_sm)
+            unpiped = dataclasses.replace(spec.config, prefetch=False)
+            assert stored[0][0] == ("softmax", dataclasses.replace(spec, config=unpiped).kernel_key)
         monkeypatch.undo()
+
+
+def test_stored_cubins_are_what_the_gpu_path_loads(cache_env, monkeypatch):
+    """End to end through rtc: after a store, the GPU path's lookups (same process, memory
+    forgotten) are disk hits; a build there would raise."""
+    import rtc
+    from numba_norms.backends.numba import _cubin, _norms
+
+    spec = _specs()[("layernorm", False, False)]
+    assert _norms.store_cubins(spec, "sm_90") == ["compiled", "compiled"]
+    rtc.clear_cache(memory=True, disk=False)
+
+    def no_build(*args, **kw):
+        raise AssertionError("the GPU path built a kernel the store had made")
+
+    origins = []
+
+    def load(key, make, signature, launch_bounds, cc):
+        _cubin.module(key, make, signature, launch_bounds, cc, stand_in=False)
+        origins.append(rtc.last_origin())
+        return SimpleNamespace(local_bytes=0)
+
+    monkeypatch.setattr(_cubin, "_build", no_build)
+    monkeypatch.setattr(_cubin, "load", load)
+    _gpu_norm_lookups(monkeypatch, spec)
+    assert origins == ["disk", "disk"]
+
+
+def test_the_device_stand_in_answers_only_its_own_thread():
+    """Another thread (a Numba launch on a GPU host, say) keeps the real device queries while
+    a build for another arch runs."""
+    import threading
+
+    from numba.cuda import codegen, dispatcher
+
+    from numba_norms.backends.numba import _cubin
+
+    seen = {}
+
+    def other():
+        for name, query in (
+            ("dispatcher", lambda: dispatcher.get_current_device().compute_capability),
+            ("codegen", lambda: codegen.devices.get_context().device.compute_capability),
+        ):
+            try:
+                seen[name] = query()
+            except Exception as exc:  # no GPU here: the real query fails
+                seen[name] = type(exc).__name__
+
+    with _cubin.assume_device((10, 0)):
+        assert dispatcher.get_current_device().compute_capability == (10, 0)
+        assert codegen.devices.get_context().device.compute_capability == (10, 0)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert (10, 0) not in seen.values() and len(seen) == 2, seen
 
 
 def test_precompile_numba_stores_then_finds_every_kernel(cache_env, monkeypatch):
     """Without a GPU, ``precompile("numba", ..., "sm_90")`` stores cubins (one process and a
-    pool of two); a second run compiles nothing."""
+    pool of two, each worker given one spec); a second run compiles nothing."""
     import rtc
     from numba_norms import precompile
 
@@ -153,14 +251,28 @@ def test_precompile_numba_stores_then_finds_every_kernel(cache_env, monkeypatch)
     rtc.clear_cache(memory=True, disk=False)
     again = precompile.precompile("numba", (), "sm_90", specs=todo)
     assert (again.compiled, again.cached) == (0, 2)
-    assert len(rtc.cache_entries()) == 2
+    assert len(rtc.cache_entries()) == 3  # the layernorm forward, its amax variant, softmax
 
     # worker processes (specs pickled to them), into a fresh directory
     monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(cache_env.parent / "pool"))
     monkeypatch.setenv("NUMBA_NORMS_PRECOMPILE_WORKERS", "2")
     pooled = precompile.precompile("numba", (), "sm_90", specs=todo)
     assert (pooled.compiled, pooled.cached) == (2, 0)
-    assert len(rtc.cache_entries()) == 2
+    assert len(rtc.cache_entries()) == 3
+
+
+def test_a_failed_numba_build_names_its_kernel(monkeypatch):
+    from numba_norms import precompile
+    from numba_norms.backends.numba import _norms
+
+    spec = _specs()[("rmsnorm", True, False)]
+
+    def broken(spec, arch):
+        raise ValueError("no such thing")
+
+    monkeypatch.setattr(_norms, "store_cubins", broken)
+    with pytest.raises(RuntimeError, match=r"Numba build of rmsnorm_bwd .* for sm_90 failed"):
+        precompile._store_numba(("rmsnorm", True, spec), "sm_90")
 
 
 def test_precompile_workers_setting_is_checked(monkeypatch):

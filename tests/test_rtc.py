@@ -85,6 +85,19 @@ def test_arch_spelling_is_normalised(cache_env):
         rtc.compile(src, SCALE_NAMES, arch="compute_90")
 
 
+@pytest.mark.parametrize(
+    "arch, cc",
+    [("sm_80", (8, 0, "")), ("sm_90a", (9, 0, "a")), ("sm_100", (10, 0, "")),
+     ("sm_100f", (10, 0, "f")), ("sm_120", (12, 0, "")), ("121", (12, 1, ""))],
+)  # fmt: skip
+def test_arch_major_has_one_or_two_digits(arch, cc):
+    """The minor version is the last digit (sm_100 is 10.0, not 1.0)."""
+    from rtc import compiler
+
+    assert compiler._arch_cc(arch) == cc
+    assert compiler._normalize_arch(arch) == f"sm_{cc[0]}{cc[1]}{cc[2]}"
+
+
 def test_compile_error_carries_log_options_and_numbered_source(cache_env):
     src = "__global__ void k(int* x) {\n    x[0] = undefined_symbol_xyz;\n}\n"
     before = rtc.stats()

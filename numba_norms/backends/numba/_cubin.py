@@ -29,10 +29,17 @@ import rtc
 __all__ = ["assume_device", "load", "module"]
 
 _DIR = Path(__file__).resolve().parent
-# The kernel factories live in these files: any edit to them makes new cubins.
-_SOURCES = ("_cubin.py", "_norms.py", "_rowops.py", "softmax.py")
-# The stand-in swaps numba-cuda module attributes: one holder at a time.
-_STAND_IN = threading.RLock()
+# The kernel factories and the constants they compile in: any edit to these makes new cubins.
+_SOURCES = tuple(_DIR / n for n in ("_cubin.py", "_norms.py", "_rowops.py", "softmax.py")) + tuple(
+    _DIR.parent.parent / n for n in ("planner.py", "registry.py")
+)
+# Wheels whose libraries build the code: libNVVM and libdevice, cudadevrt, nvJitLink.
+_TOOL_WHEELS = ("nvidia-nvvm", "nvidia-cuda-nvcc", "nvidia-cuda-runtime", "nvidia-nvjitlink")
+
+# The compute capability a thread builds for under assume_device (unset: the real device).
+_tls = threading.local()
+_install_lock = threading.Lock()
+_installed = False
 
 
 def _linker_id() -> str:
@@ -46,41 +53,94 @@ def _linker_id() -> str:
         return "driver linker"
 
 
-@functools.cache
-def _tool_digest() -> str:
-    """Digest of the kernel sources and the tools (Numba, linker) that compile them."""
+def _tool_versions() -> str:
+    """numba, numba-cuda, the compiler wheels present, the linker and ``cuda.jit``'s default
+    options (``NUMBA_OPT``, debug info and LTO change them)."""
+    from importlib import metadata
+
     import numba
     import numba_cuda
+    from numba import cuda
 
+    wheels = []
+    for name in _TOOL_WHEELS:
+        try:
+            wheels.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    defaults = cuda.jit(lambda: None).targetoptions
+    return "\n".join(
+        [f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}", *wheels, _linker_id()]
+        + [f"{k}={defaults[k]!r}" for k in sorted(defaults)]
+    )
+
+
+@functools.cache
+def _tool_digest() -> str:
+    """Digest of the kernel sources and the tools (Numba, NVVM, linker) that compile them."""
     h = hashlib.sha256()
-    for name in _SOURCES:
-        h.update((_DIR / name).read_bytes())
-    h.update(f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}".encode())
-    h.update(_linker_id().encode())
+    for path in _SOURCES:
+        h.update(path.read_bytes())
+    h.update(_tool_versions().encode())
     return h.hexdigest()
+
+
+class _Devices:
+    """numba-cuda's ``devices`` module as its code library sees it: a stand-in context for a
+    thread inside :func:`assume_device`, the real module for everything else."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def get_context(self, *args: Any, **kwargs: Any) -> Any:
+        cc = getattr(_tls, "cc", None)
+        if cc is None:
+            return self._real.get_context(*args, **kwargs)
+        return SimpleNamespace(device=SimpleNamespace(compute_capability=cc))
+
+
+def _install() -> None:
+    """Route numba-cuda's two device queries through :data:`_tls` (once a process)."""
+    global _installed
+    with _install_lock:
+        if _installed:
+            return
+        from numba.cuda import codegen as _codegen
+        from numba.cuda import dispatcher as _dispatcher
+
+        real = _dispatcher.get_current_device
+
+        def get_current_device() -> Any:
+            cc = getattr(_tls, "cc", None)
+            return real() if cc is None else SimpleNamespace(compute_capability=cc)
+
+        _dispatcher.get_current_device = get_current_device
+        _codegen.devices = _Devices(_codegen.devices)
+        _installed = True
 
 
 @contextlib.contextmanager
 def assume_device(cc: tuple[int, int]) -> Iterator[None]:
-    """Let numba-cuda compile and link for ``cc`` without a GPU (or without touching it).
+    """Let numba-cuda compile and link for ``cc`` in this thread without a GPU (or without
+    touching it).
 
     Three places ask the current device for its compute capability: the kernel pipeline
     (``dispatcher.get_current_device``), ``CUDADispatcher.compile_device`` for each device
     function met (our helpers, and the ``@overload`` implementations behind builtins), and
-    the code library's default target (``codegen.devices.get_context``). All three get ``cc``.
+    the code library's default target (``codegen.devices.get_context``). Inside this context
+    they answer ``cc`` to this thread only; other threads (a Numba launch, say) still see the
+    real device.
     """
-    from numba.cuda import codegen as _codegen
-    from numba.cuda import dispatcher as _dispatcher
-
-    device = SimpleNamespace(compute_capability=cc)
-    with _STAND_IN:
-        real_device, real_devices = _dispatcher.get_current_device, _codegen.devices
-        _dispatcher.get_current_device = lambda: device
-        _codegen.devices = SimpleNamespace(get_context=lambda: SimpleNamespace(device=device))
-        try:
-            yield
-        finally:
-            _dispatcher.get_current_device, _codegen.devices = real_device, real_devices
+    _install()
+    previous = getattr(_tls, "cc", None)
+    _tls.cc = cc
+    try:
+        yield
+    finally:
+        _tls.cc = previous
 
 
 def _build(pyfunc: Any, signature: Any, launch_bounds: Any, cc: tuple[int, int], stand_in: bool):

@@ -1938,8 +1938,9 @@ def compile_backward(spec: NormSpec, arch: str | None = None) -> Any:
 
 
 def store_cubins(spec: NormSpec, arch: str) -> list[str]:
-    """Put the cubins of ``spec`` (forward, or backward and its finalize) for ``arch`` in rtc's
-    caches, where a GPU of that arch finds them; no GPU needed.
+    """Put the cubins of ``spec`` (forward with its amax variant for non-FP8 outputs, or
+    backward and its finalize) for ``arch`` in rtc's caches, where a GPU of that arch finds
+    them; no GPU needed.
 
     Returns where each came from: ``"compiled"`` (built now), ``"disk"`` or ``"memory"``.
     """
@@ -1948,7 +1949,10 @@ def store_cubins(spec: NormSpec, arch: str) -> list[str]:
         raise RuntimeError("store_cubins is not available under Numba's CUDA simulator")
     if spec.config.is_backward:
         return list(_backward(spec, arch, store=True))
-    return [_forward(spec, arch, store=True)]
+    origins = [_forward(spec, arch, store=True)]
+    if not _fp8(spec):  # a call asking for amax launches the variant that reduces it
+        origins.append(_forward(spec, arch, amax=True, store=True))
+    return origins
 
 
 def _occupancy(compiled: _Compiled, threads: int) -> int:

@@ -931,7 +931,7 @@ def _cached(key: tuple, build) -> Any:
 
 
 def _parse_arch(arch: str) -> tuple[int, int]:
-    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("a")
+    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
     if not digits.isdigit() or len(digits) < 2:
         raise ValueError(f"arch: expected e.g. 'sm_90', got {arch!r}")
     return int(digits[:-1]), int(digits[-1])

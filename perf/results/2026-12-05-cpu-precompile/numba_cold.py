@@ -2,12 +2,15 @@
 """Numba cold build of one kernel in a fresh process, by stage (dev box, no GPU):
 frontend+NVVM (numba-cuda's _Kernel: typing, lowering, NVVM to LTO-IR) and link (nvJitLink:
 LTO, ptxas) -- python .exp/numba_cold.py OP SIZE"""
+
 import sys, time
+
 t0 = time.perf_counter()
 from numba import cuda
 from numba.cuda.dispatcher import _Kernel
 from numba_norms import precompile
 from numba_norms.backends.numba import _cubin, _norms, softmax
+
 t_imp = time.perf_counter() - t0
 op, size = sys.argv[1], int(sys.argv[2])
 for m, b, s in precompile.all_specs(backend="numba"):
@@ -20,11 +23,19 @@ else:
     raise SystemExit("no spec")
 cc = (9, 0)
 if m == "softmax":
-    key, s2, sig, bounds = softmax._build_args(softmax._numba_build(s), c.min_ctas_per_sm, softmax._numba_build(s).config.prefetch)
+    key, s2, sig, bounds = softmax._build_args(
+        softmax._numba_build(s), c.min_ctas_per_sm, softmax._numba_build(s).config.prefetch
+    )
     fn = softmax._pyfunc(s2, cc)
 else:
     if b:
-        fn = _norms._backward_kernel(s, s.multi_cta, _norms._hw_flags(cc)[0], _norms._dependent_launch(cc), _norms._clusters(cc))
+        fn = _norms._backward_kernel(
+            s,
+            s.multi_cta,
+            _norms._hw_flags(cc)[0],
+            _norms._dependent_launch(cc),
+            _norms._clusters(cc),
+        )
         sig = _norms._backward_signature(c)
     else:
         fn = _norms._forward_kernel(s, s.multi_cta, cc, False)
@@ -38,4 +49,6 @@ with _cubin.assume_device(cc):
     t2 = time.perf_counter()
     img = k._codelibrary.get_cubin(cc)
 t3 = time.perf_counter()
-print(f"{op} {size}: import {t_imp*1e3:.0f} ms, frontend+NVVM {1e3*(t2-t1):.0f} ms, link {1e3*(t3-t2):.0f} ms, total {1e3*(t3-t1):.0f} ms, lto={disp.targetoptions.get('lto')}")
+print(
+    f"{op} {size}: import {t_imp * 1e3:.0f} ms, frontend+NVVM {1e3 * (t2 - t1):.0f} ms, link {1e3 * (t3 - t2):.0f} ms, total {1e3 * (t3 - t1):.0f} ms, lto={disp.targetoptions.get('lto')}"
+)
