@@ -47,7 +47,7 @@ def _captured(monkeypatch, target, name):
     """Replace ``target.name`` by a recorder of its (key, signature, bounds, cc) arguments."""
     calls = []
 
-    def record(key, make, signature, launch_bounds, cc, stand_in=True):
+    def record(key, make, signature, launch_bounds, cc):
         calls.append((key, str(signature), launch_bounds, cc))
         return SimpleNamespace(kernel=lambda _: SimpleNamespace(local_bytes=0), local_bytes=0)
 
@@ -194,7 +194,7 @@ def test_stored_cubins_are_what_the_gpu_path_loads(cache_env, monkeypatch):
     origins = []
 
     def load(key, make, signature, launch_bounds, cc):
-        _cubin.module(key, make, signature, launch_bounds, cc, stand_in=False)
+        _cubin.module(key, make, signature, launch_bounds, cc)
         origins.append(rtc.last_origin())
         return SimpleNamespace(local_bytes=0)
 

@@ -143,20 +143,18 @@ def assume_device(cc: tuple[int, int]) -> Iterator[None]:
         _tls.cc = previous
 
 
-def _build(pyfunc: Any, signature: Any, launch_bounds: Any, cc: tuple[int, int], stand_in: bool):
+def _build(pyfunc: Any, signature: Any, launch_bounds: Any, cc: tuple[int, int]):
     """Compile ``pyfunc`` as a kernel of ``signature`` and link it for ``cc``: (cubin, symbols).
 
     The same steps as ``cuda.jit(signature)`` (Numba's ``_Kernel`` with the dispatcher's
     options) but without loading the module on a device, which the build does not need.
-    ``stand_in``: answer numba-cuda's device queries with ``cc`` (no GPU, or a build for
-    another arch); otherwise the current device answers (its compute capability is ``cc``).
     """
     from numba import cuda
     from numba.cuda.dispatcher import _Kernel
 
     disp = cuda.jit(launch_bounds=launch_bounds)(pyfunc)  # no signature: nothing compiled yet
     argtypes = tuple(getattr(signature, "args", signature))  # void(...) or a tuple of types
-    with assume_device(cc) if stand_in else contextlib.nullcontext():
+    with assume_device(cc):
         kernel = _Kernel(disp.py_func, argtypes, **disp.targetoptions)
         lib = kernel._codelibrary
         # the linked image (numba-cuda 0.30 hands it over as a cuda.core ObjectCode)
@@ -171,7 +169,6 @@ def module(
     signature: Any,
     launch_bounds: tuple[int, int] | None,
     cc: tuple[int, int],
-    stand_in: bool = True,
 ) -> rtc.CompiledModule:
     """The cubin of one kernel for compute capability ``cc``, from rtc's caches or built now.
 
@@ -187,11 +184,8 @@ def module(
     launch_bounds : (int, int) or None
         ``(threads, min CTAs an SM)``, as ``cuda.jit`` takes them.
     cc : (int, int)
-        The target compute capability; no GPU is needed.
-    stand_in : bool
-        Build with numba-cuda's device queries answered by ``cc`` (:func:`assume_device`).
-        False where the current device is the target: the stand-in swaps module attributes
-        that other threads using numba-cuda would see during the build.
+        The target compute capability: numba-cuda's device queries get it
+        (:func:`assume_device`), so no GPU is needed, and none is touched.
 
     Returns
     -------
@@ -200,7 +194,7 @@ def module(
     """
     return rtc.cached_cubin(
         ("numba-norms", _tool_digest(), repr(key + (str(signature), launch_bounds))),
-        lambda: _build(make(), signature, launch_bounds, cc, stand_in),
+        lambda: _build(make(), signature, launch_bounds, cc),
         arch=f"sm_{cc[0]}{cc[1]}",
         name=f"numba:{key[0]}",
     )
@@ -214,5 +208,5 @@ def load(
     cc: tuple[int, int],
 ) -> rtc.Kernel:
     """:func:`module`'s kernel, loaded on the current device (whose compute capability is
-    ``cc``), built with the device's own answers."""
-    return module(key, make, signature, launch_bounds, cc, stand_in=False).kernel("kernel")
+    ``cc``)."""
+    return module(key, make, signature, launch_bounds, cc).kernel("kernel")

@@ -34,7 +34,7 @@ from ...planner import RowPlan, SoftmaxSpec
 from ..common import SOFTMAX_BWD_PARAMS, SOFTMAX_FWD_PARAMS, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _cubin
 from . import _rowops as ro
-from ._norms import _CL_SLOTS, _clusters, _dependent_launch, _memset_barrier  # as the norms
+from ._norms import _CL_SLOTS, _cc_of, _clusters, _dependent_launch, _memset_barrier
 
 __all__ = [
     "launchers",
@@ -930,13 +930,6 @@ def _cached(key: tuple, build) -> Any:
     return obj
 
 
-def _parse_arch(arch: str) -> tuple[int, int]:
-    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    if not digits.isdigit() or len(digits) < 2:
-        raise ValueError(f"arch: expected e.g. 'sm_90', got {arch!r}")
-    return int(digits[:-1]), int(digits[-1])
-
-
 def _numba_build(spec: SoftmaxSpec) -> SoftmaxSpec:
     """``spec`` as this backend builds it: the backward without the pipeline (run 42 timed one,
     each vector of the next row loaded as this row's is taken, at 0.74-1.14x of the unpipelined
@@ -956,7 +949,7 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
     if arch is not None:
         if ro.SIM:
             raise RuntimeError("compile_ptx is not available under Numba's CUDA simulator")
-        cc = _parse_arch(arch)
+        cc = _cc_of(arch)
 
         def build_ptx() -> str:
             fn = _pyfunc(spec, cc)
@@ -1057,7 +1050,7 @@ def store_cubins(spec: SoftmaxSpec, arch: str) -> list[str]:
     if ro.SIM:
         raise RuntimeError("store_cubins is not available under Numba's CUDA simulator")
     spec = _numba_build(spec)
-    cc = _parse_arch(arch)
+    cc = _cc_of(arch)
     key, s, sig, bounds = _build_args(spec, spec.config.min_ctas_per_sm, spec.config.prefetch)
     _cubin.module(key, lambda: _pyfunc(s, cc), sig, bounds, cc)
     return [rtc.last_origin()]
