@@ -81,9 +81,10 @@ def precompile(
     """Compile the specs of ``ops`` (or the given ``specs``) with ``backend`` for ``arch``.
 
     NVRTC compiles run on a thread pool (NVRTC releases the GIL: 4x faster than one thread on a
-    2-core machine, measured on 12 LayerNorm kernels); Numba builds run in worker processes
-    (``NUMBA_NORMS_PRECOMPILE_WORKERS``, default one a core) and store linked cubins in the
-    same disk cache, GPU or not. Without ``arch`` the current GPU's arch is used.
+    2-core machine, measured on 12 LayerNorm kernels); Numba builds run in worker processes and
+    store linked cubins in the same disk cache, GPU or not. Either way there is one worker a
+    core (``NUMBA_NORMS_PRECOMPILE_WORKERS`` to change it). Without ``arch`` the current GPU's
+    arch is used.
     """
     import rtc
 
@@ -103,7 +104,7 @@ def precompile(
             return rtc.last_origin() != "compiled"  # disk or memory: it was there already
 
         cached = 0
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        with ThreadPoolExecutor(max_workers=_workers()) as pool:  # NVRTC drops the GIL
             for hit in pool.map(one, todo):
                 cached += hit
                 if progress is not None:
@@ -112,7 +113,7 @@ def precompile(
     # Numba compiles hold the GIL (0.4-0.9 s a kernel of Python-side typing and lowering on the
     # 2-core dev box, NVVM 0.06 s of it): worker processes, not threads. The builds touch no
     # GPU, so the workers create no CUDA context.
-    workers = min(_numba_workers(), len(todo))
+    workers = min(_workers(), len(todo))
     cached = 0
     if workers <= 1:
         for item in todo:
@@ -130,9 +131,9 @@ def precompile(
     return PrecompileResult(len(todo) - cached, cached, time.perf_counter() - start)
 
 
-def _numba_workers() -> int:
-    """Processes for Numba builds: ``NUMBA_NORMS_PRECOMPILE_WORKERS``, else one a core this
-    process may run on (each worker is a whole Numba process: 0.2-0.5 GB)."""
+def _workers() -> int:
+    """Parallel builds (NVRTC threads, Numba processes of 0.2-0.5 GB each):
+    ``NUMBA_NORMS_PRECOMPILE_WORKERS``, else one a core this process may run on."""
     raw = os.environ.get("NUMBA_NORMS_PRECOMPILE_WORKERS", "")
     if raw:
         try:

@@ -2,14 +2,15 @@
 # Precompile-then-run, on one GPU host: build the cache with no GPU visible (as a CPU builder
 # would, same NVRTC / numba-cuda / linker versions: the cache keys include them), then run every
 # case of `numba-norms check` on the GPU through both backends and count builds (expected: 0
-# NVRTC compiles and 0 disk misses; a Numba softmax build that spills past SPILL_LIMIT on the
-# GPU would still build its fallback there, and shows up as misses).
+# NVRTC compiles and 0 disk misses; a Numba softmax build that spills past SPILL_LIMIT is
+# stored with its fallbacks, the spill read from the cubin).
 #
 #   bash perf/precompile_demo.sh        # ARCH=sm_90, BACKEND=all by default; exits 1 on any
 #                                       # build at run time or failed case
 set -uo pipefail
 cd "$(dirname "$0")/.."
-NUMBA_NORMS_CACHE_DIR=$(mktemp -d)
+# DEMO_CACHE_DIR keeps the built cache for later steps of the same call (default: a new temp dir).
+NUMBA_NORMS_CACHE_DIR=${DEMO_CACHE_DIR:-$(mktemp -d)}
 export NUMBA_NORMS_CACHE_DIR
 echo "== 1. no visible GPU (CUDA_VISIBLE_DEVICES=''): precompile --arch ${ARCH:-sm_90} --backend ${BACKEND:-all}"
 CUDA_VISIBLE_DEVICES='' python3 -m numba_norms info | grep -iE "^ *(gpu|backend)" || true

@@ -29,6 +29,7 @@ from .compiler import (
     compile,
     last_origin,
     nvrtc_version,
+    parse_arch,
 )
 from .device import DeviceInfo, device_info, driver_version, has_gpu
 from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async
@@ -54,6 +55,7 @@ __all__ = [
     "launch",
     "memset_d32_async",
     "nvrtc_version",
+    "parse_arch",
     "reset_stats",
     "stats",
 ]

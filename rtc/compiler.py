@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from . import _elf
 from . import cache as _cache
 from ._headers import cuda_header_dirs, include_dirs_digest
 from ._options import parse_nvrtc_flags
@@ -30,6 +31,7 @@ __all__ = [
     "compile",
     "last_origin",
     "nvrtc_version",
+    "parse_arch",
 ]
 
 _tls = threading.local()
@@ -167,8 +169,25 @@ class _LogSink:
 # ---------------------------------------------------------------------------------------------
 
 
-def _arch_cc(arch: str) -> tuple[int, int, str]:
-    m = _ARCH_RE.match(arch)
+def parse_arch(arch: str) -> tuple[int, int, str]:
+    """Split an arch name into ``(major, minor, suffix)``.
+
+    Parameters
+    ----------
+    arch : str
+        ``"sm_90"``, ``"90"``, ``"sm_90a"``, ``"sm_100f"``, ``"sm_120"``: the minor version is
+        the last digit, the suffix ``""``, ``"a"`` or ``"f"``.
+
+    Returns
+    -------
+    tuple of (int, int, str)
+
+    Raises
+    ------
+    ValueError
+        If ``arch`` is not of that form.
+    """
+    m = _ARCH_RE.match(str(arch).strip().lower())
     if m is None:
         raise ValueError(f"invalid arch {arch!r}; expected e.g. 'sm_90'")
     return int(m.group(1)), int(m.group(2)), m.group(3)
@@ -206,6 +225,7 @@ class CompiledModule:
         "_origin",
         "_objcode",
         "_kernels",
+        "_frames",
         "_lock",
         "__weakref__",
     )
@@ -221,6 +241,7 @@ class CompiledModule:
         self._origin = origin
         self._objcode: Any = None
         self._kernels: dict[tuple[int, str], Kernel] = {}
+        self._frames: dict[str, int] | None = None
         self._lock = threading.Lock()
 
     arch = property(lambda self: self._arch, doc="Target architecture, e.g. 'sm_90'.")
@@ -235,6 +256,31 @@ class CompiledModule:
             f"<rtc.CompiledModule {self._name!r} {self._arch} {len(self._cubin)} bytes, "
             f"{len(self._symbols)} symbols, origin={self._origin}>"
         )
+
+    def frame_bytes(self, name_expression: str) -> int:
+        """Local memory (bytes a thread: spills and local arrays) of a kernel, read from the
+        cubin; no GPU needed. Equals :attr:`Kernel.local_bytes` once loaded.
+
+        Parameters
+        ----------
+        name_expression : str
+            One of the name expressions given to :func:`compile` (or a mangled symbol).
+
+        Raises
+        ------
+        KeyError
+            If the cubin records no frame size for that kernel.
+        """
+        if self._frames is None:
+            self._frames = _elf.frame_bytes(self._cubin)
+        name = self._symbols.get(name_expression, name_expression)
+        try:
+            return self._frames[name]
+        except KeyError:
+            raise KeyError(
+                f"no kernel {name_expression!r} in module {self._name!r} "
+                f"(kernels: {sorted(self._symbols)})"
+            ) from None
 
     def kernel(self, name_expression: str) -> Kernel:
         """Return a launchable kernel on the current device.
@@ -276,7 +322,7 @@ class CompiledModule:
 
         info = device_info(dev)
         if info is not None:
-            major, minor, suffix = _arch_cc(self._arch)
+            major, minor, suffix = parse_arch(self._arch)
             dmaj, dmin = info.cc
             if major != dmaj or minor > dmin or (suffix and minor != dmin):
                 raise RuntimeError(
@@ -332,7 +378,7 @@ _arch_memo: dict[str, str] = {}
 def _normalize_arch(arch: str) -> str:
     norm = _arch_memo.get(arch)
     if norm is None:
-        major, minor, suffix = _arch_cc(str(arch).strip())
+        major, minor, suffix = parse_arch(str(arch).strip())
         norm = _arch_memo[arch] = f"sm_{major}{minor}{suffix}"
     return norm
 

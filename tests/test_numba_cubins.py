@@ -43,13 +43,17 @@ def _specs():
     return out
 
 
-def _captured(monkeypatch, target, name):
-    """Replace ``target.name`` by a recorder of its (key, signature, bounds, cc) arguments."""
+def _captured(monkeypatch, target, name, frame=0):
+    """Replace ``target.name`` by a recorder of its (key, signature, bounds, cc) arguments; the
+    modules it returns report ``frame`` bytes of local memory."""
     calls = []
 
     def record(key, make, signature, launch_bounds, cc):
         calls.append((key, str(signature), launch_bounds, cc))
-        return SimpleNamespace(kernel=lambda _: SimpleNamespace(local_bytes=0), local_bytes=0)
+        kernel = SimpleNamespace(local_bytes=frame)
+        return SimpleNamespace(
+            kernel=lambda _: kernel, local_bytes=frame, frame_bytes=lambda _: frame
+        )
 
     monkeypatch.setattr(target, name, record)
     return calls
@@ -163,7 +167,7 @@ def test_softmax_store_key_is_the_gpu_lookup_key(monkeypatch):
     for spec in [specs[("softmax", False, False)], specs[("softmax", True, False)], capped]:
         stored = _captured(monkeypatch, _cubin, "module")
         softmax.store_cubins(spec, "sm_90")
-        loaded = _captured(monkeypatch, _cubin, "load")
+        loaded = _captured(monkeypatch, _cubin, "module")
         monkeypatch.setattr(softmax, "_cache", {})
         monkeypatch.setattr(
             cuda, "get_current_device", lambda: SimpleNamespace(compute_capability=(9, 0))
@@ -176,6 +180,36 @@ def test_softmax_store_key_is_the_gpu_lookup_key(monkeypatch):
             unpiped = dataclasses.replace(spec.config, prefetch=False)
             assert stored[0][0] == ("softmax", dataclasses.replace(spec, config=unpiped).kernel_key)
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("frame", [0, 512])
+def test_softmax_store_follows_the_spill_fallbacks(monkeypatch, frame):
+    """A build whose cubin records more local memory than SPILL_LIMIT is followed by the next
+    of _fallbacks, in the store as on the GPU path: the store holds every build the GPU path
+    looks up, and the GPU path keeps the last."""
+    from numba import cuda
+
+    from numba_norms import precompile
+    from numba_norms.backends.numba import _cubin, softmax
+
+    capped = next(
+        s
+        for _, backward, s in precompile.all_specs(("softmax",), "numba")
+        if not backward and s.config.prefetch and s.config.min_ctas_per_sm > 1
+    )
+    chain = softmax._fallbacks(softmax._numba_build(capped).config)
+    assert len(chain) == capped.config.min_ctas_per_sm + 1
+    stored = _captured(monkeypatch, _cubin, "module", frame)
+    origins = softmax.store_cubins(capped, "sm_90")
+    assert len(origins) == len(stored) == (len(chain) if frame > softmax.SPILL_LIMIT else 1)
+    assert [b[2] for b in stored] == [(capped.threads, mc) for mc, _ in chain[: len(stored)]]
+    loaded = _captured(monkeypatch, _cubin, "module", frame)
+    monkeypatch.setattr(softmax, "_cache", {})
+    monkeypatch.setattr(
+        cuda, "get_current_device", lambda: SimpleNamespace(compute_capability=(9, 0))
+    )
+    softmax.compile_forward(capped)
+    assert loaded == stored
 
 
 def test_stored_cubins_are_what_the_gpu_path_loads(cache_env, monkeypatch):
@@ -280,6 +314,6 @@ def test_precompile_workers_setting_is_checked(monkeypatch):
 
     monkeypatch.setenv("NUMBA_NORMS_PRECOMPILE_WORKERS", "zero")
     with pytest.raises(ValueError, match="NUMBA_NORMS_PRECOMPILE_WORKERS.*'zero'"):
-        precompile._numba_workers()
+        precompile._workers()
     monkeypatch.setenv("NUMBA_NORMS_PRECOMPILE_WORKERS", "3")
-    assert precompile._numba_workers() == 3
+    assert precompile._workers() == 3

@@ -94,8 +94,56 @@ def test_arch_major_has_one_or_two_digits(arch, cc):
     """The minor version is the last digit (sm_100 is 10.0, not 1.0)."""
     from rtc import compiler
 
-    assert compiler._arch_cc(arch) == cc
+    assert rtc.parse_arch(arch) == cc
     assert compiler._normalize_arch(arch) == f"sm_{cc[0]}{cc[1]}{cc[2]}"
+    # the Numba backend reads arches the same way (no 'a'/'f' targets of its own)
+    from numba_norms.backends.numba import _norms
+
+    assert _norms._cc_of(arch) == cc[:2]
+
+
+FRAME_SRC = r"""
+template <int N>
+__global__ void keep(float* out, const float* in, int k) {
+    float a[N];  // indexed at run time: lives in local memory
+    for (int i = 0; i < N; ++i) a[i] = in[i];
+    out[threadIdx.x] = a[k];
+}
+__global__ void many(float* out, const float* in, int n) {
+    float acc[64];  // all live at once: spills under a low register cap
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[i] = in[threadIdx.x + i * n];
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 64; ++i) s += acc[i] * acc[(i * 7 + j) & 63];
+    out[threadIdx.x] = s;
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_frame_bytes_read_from_the_cubin(cache_env, arch):
+    """Local memory a thread, from the cubin's attributes (no GPU): a run-time indexed array
+    of N floats takes at least 4N bytes, the register-capped kernel spills, the uncapped one
+    does not; the GPU suite checks the value against the driver's."""
+    names = ["keep<100>", "keep<300>", "many"]
+    mod = rtc.compile(unique_src(FRAME_SRC), names, arch=arch)
+    assert 400 <= mod.frame_bytes("keep<100>") < 1200 <= mod.frame_bytes("keep<300>")
+    assert mod.frame_bytes("many") == 0  # 255 registers hold it
+    capped = rtc.compile(unique_src(FRAME_SRC), names, arch=arch, options=["-maxrregcount=32"])
+    assert capped.frame_bytes("many") >= 256
+    assert capped.frame_bytes(capped.symbols["many"]) == capped.frame_bytes("many")
+    with pytest.raises(KeyError, match="no kernel 'nothing'"):
+        mod.frame_bytes("nothing")
+
+
+def test_frame_bytes_rejects_what_is_not_a_cubin():
+    from rtc import _elf
+
+    with pytest.raises(ValueError, match="not a little-endian 64-bit ELF"):
+        _elf.frame_bytes(b"RTCCUBIN" + bytes(64))
 
 
 def test_compile_error_carries_log_options_and_numbered_source(cache_env):
@@ -671,6 +719,7 @@ def test_public_api_surface():
         "clear_cache",
         "stats",
         "last_origin",
+        "parse_arch",
     ):
         assert name in rtc.__all__ and hasattr(rtc, name)
     assert issubclass(rtc.CompileError, RuntimeError)

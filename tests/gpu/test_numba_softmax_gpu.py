@@ -339,3 +339,12 @@ def test_capped_entries_do_not_spill_much(op, variant, dtype, cols):
     spec = planner.softmax_spec(cfg, cols, cfg.num_elts, LIMITS)
     compiled = sm.compile_backward(spec) if cfg.is_backward else sm.compile_forward(spec)
     assert compiled.kernel.local_bytes <= sm.SPILL_LIMIT
+    # the choice is made on the frame sizes in the cubins (no GPU needed): the driver agrees
+    from numba_norms.backends.numba import _cubin
+
+    cc = tuple(cuda.get_current_device().compute_capability)
+    build = sm._numba_build(spec)
+    for mc, pf in sm._fallbacks(build.config):
+        key, s, sig, bounds = sm._build_args(build, mc, pf)
+        mod = _cubin.module(key, lambda s=s: sm._pyfunc(s, cc), sig, bounds, cc)
+        assert mod.frame_bytes("kernel") == mod.kernel("kernel").local_bytes, (mc, pf)

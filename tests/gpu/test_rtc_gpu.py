@@ -132,6 +132,20 @@ def test_kernel_is_cached_and_has_attributes(mod):
     assert mod.kernel("axpb<double>") is not k
 
 
+def test_frame_bytes_match_the_driver(info):
+    """The cubin's frame sizes (what a build without a GPU decides by) are the driver's local
+    memory a thread, for kernels with none, a local array and register spills."""
+    from tests.test_rtc import FRAME_SRC
+
+    names = ["keep<100>", "keep<300>", "many"]
+    for options in ((), ("-maxrregcount=32",)):
+        mod = rtc.compile(FRAME_SRC, names, arch=info.arch, options=options)
+        sizes = {n: mod.frame_bytes(n) for n in names}
+        assert sizes == {n: mod.kernel(n).local_bytes for n in names}
+        assert sizes["keep<300>"] >= 1200
+        assert (sizes["many"] > 0) == bool(options)
+
+
 def test_launch_on_cuda_core_stream(cuda, mod):
     from cuda.core import Device
 

@@ -1763,10 +1763,8 @@ _PTX_CACHE: dict[tuple, str] = {}  # finalize PTX only: shared by many backward 
 
 
 def _cc_of(arch: str) -> tuple[int, int]:
-    digits = arch.lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    if not digits.isdigit() or len(digits) < 2:
-        raise ValueError(f"arch must look like 'sm_90', got {arch!r}")
-    return int(digits[:-1]), int(digits[-1])
+    major, minor, _ = rtc.parse_arch(arch)  # Numba has no arch-specific ('a'/'f') targets
+    return major, minor
 
 
 def _gpu_present() -> bool:

@@ -1003,21 +1003,29 @@ def _build_args(spec: SoftmaxSpec, mc: int, pf: bool) -> tuple:
     return ("softmax", s.kernel_key), s, sig, bounds
 
 
-def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
-    """The kernel of ``spec`` for the current device, without heavy spilling.
+def _fitting_module(spec: SoftmaxSpec, cc: tuple[int, int], origins: list | None = None) -> Any:
+    """The cubin of ``spec`` for compute capability ``cc``, without heavy spilling.
 
     The measured table's register caps and pipelines were timed on NVRTC's kernels; NVVM
     allocates registers differently. Where a cap or the pipeline makes this backend's kernel
-    spill more than :data:`SPILL_LIMIT` bytes a thread, the next build of :func:`_fallbacks`
-    runs instead. Each build is cached on disk like any kernel; the grid follows the occupancy
-    of the one kept.
+    spill more than :data:`SPILL_LIMIT` bytes a thread (the frame size ptxas records in the
+    cubin: no GPU needed), the next build of :func:`_fallbacks` runs instead. Each build is
+    cached on disk like any kernel; the grid follows the occupancy of the one kept. Where each
+    build came from is appended to ``origins``.
     """
     for mc, pf in _fallbacks(spec.config):
         key, s, sig, bounds = _build_args(spec, mc, pf)
-        kernel = _cubin.load(key, lambda s=s: _pyfunc(s, cc), sig, bounds, cc)
-        if kernel.local_bytes <= SPILL_LIMIT:
+        mod = _cubin.module(key, lambda s=s: _pyfunc(s, cc), sig, bounds, cc)
+        if origins is not None:
+            origins.append(rtc.last_origin())
+        if mod.frame_bytes("kernel") <= SPILL_LIMIT:
             break
-    return kernel  # the first that fits, else the last (uncapped, unpipelined) build
+    return mod  # the first that fits, else the last (uncapped, unpipelined) build
+
+
+def _load_fitting(spec: SoftmaxSpec, cc: tuple[int, int]) -> Any:
+    """The kernel of :func:`_fitting_module`, loaded on the current device."""
+    return _fitting_module(spec, cc).kernel("kernel")
 
 
 def compile_forward(spec: SoftmaxSpec, arch: str | None = None) -> Any:
@@ -1043,17 +1051,15 @@ def store_cubins(spec: SoftmaxSpec, arch: str) -> list[str]:
     """Put the cubin of ``spec`` (forward or backward) for ``arch`` in rtc's caches, where a
     GPU of that arch finds it; no GPU needed.
 
-    Only the configuration's own build is stored: whether it spills past :data:`SPILL_LIMIT`
-    (and a GPU then builds the next of :func:`_fallbacks`) is known once the device loads it.
-    Returns where it came from: ``["compiled"]`` (built now), ``["disk"]`` or ``["memory"]``.
+    The builds a GPU would try are stored: the configuration's own and, where it spills past
+    :data:`SPILL_LIMIT`, the next of :func:`_fallbacks` in turn. Returns where each came from:
+    ``"compiled"`` (built now), ``"disk"`` or ``"memory"``.
     """
     if ro.SIM:
         raise RuntimeError("store_cubins is not available under Numba's CUDA simulator")
-    spec = _numba_build(spec)
-    cc = _cc_of(arch)
-    key, s, sig, bounds = _build_args(spec, spec.config.min_ctas_per_sm, spec.config.prefetch)
-    _cubin.module(key, lambda: _pyfunc(s, cc), sig, bounds, cc)
-    return [rtc.last_origin()]
+    origins: list[str] = []
+    _fitting_module(_numba_build(spec), _cc_of(arch), origins)
+    return origins
 
 
 def occupancy_forward(spec: SoftmaxSpec) -> int:
