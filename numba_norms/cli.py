@@ -132,14 +132,19 @@ def check_ops() -> list[str]:
     return list(OP_GROUPS)
 
 
-def _precompile(backend: str, ops: Sequence[str], arch: str | None):
+def _precompile(backend: str, args: argparse.Namespace):
     from tqdm import tqdm
 
-    from .precompile import all_specs, precompile
+    from .precompile import all_specs, precompile, size_specs
 
-    total = len(list(all_specs(ops, backend)))
-    with tqdm(total=total, desc=f"{backend} precompile", disable=not sys.stderr.isatty()) as bar:
-        return precompile(backend, ops, arch, progress=bar)
+    if args.hidden or args.keys:
+        specs = size_specs(backend, args.hidden or (), args.keys or (), args.ops)
+    else:
+        specs = list(all_specs(args.ops, backend))
+    with tqdm(
+        total=len(specs), desc=f"{backend} precompile", disable=not sys.stderr.isatty()
+    ) as bar:
+        return precompile(backend, args.ops, args.arch, progress=bar, specs=specs)
 
 
 def cmd_precompile(args: argparse.Namespace) -> int:
@@ -158,7 +163,7 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     compiled = cached = 0
     for backend in backends:
-        result = _precompile(backend, args.ops, args.arch)
+        result = _precompile(backend, args)
         compiled += result.compiled
         cached += result.cached
     print(
@@ -197,6 +202,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, str(script), "--quick", *args.extra])
 
 
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="numba-norms",
@@ -211,6 +226,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default=None, help="e.g. sm_90 (required without a GPU)")
     p.add_argument("--backend", choices=("nvrtc", "numba", "all"), default="nvrtc")
     p.add_argument("--ops", nargs="+", choices=check_ops(), default=check_ops())
+    p.add_argument(
+        "--hidden",
+        nargs="+",
+        type=_positive,
+        metavar="N",
+        help="instead of the registry: the norm kernels for these hidden sizes (every dtype)",
+    )
+    p.add_argument(
+        "--keys",
+        nargs="+",
+        type=_positive,
+        metavar="N",
+        help="instead of the registry: the softmax kernels for these key lengths",
+    )
     p.set_defaults(func=cmd_precompile)
     p = sub.add_parser("cache", help="list or clear the kernel cache")
     p.add_argument("action", choices=("list", "clear"))

@@ -11,12 +11,13 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import planner, registry
 from .dispatch import backend_module
+from .planner import PlanError
 
-__all__ = ["PrecompileResult", "all_specs", "precompile"]
+__all__ = ["PrecompileResult", "all_specs", "precompile", "size_specs"]
 
 # The planner's limits for enumerating specs: only max_ctas_per_row matters here, and a real GPU
 # never limits it.
@@ -68,6 +69,71 @@ def all_specs(
             if key not in seen:
                 seen.add(key)
                 yield "softmax", cfg.is_backward, spec
+
+
+def size_specs(
+    backend: str,
+    hidden: Iterable[int] = (),
+    keys: Iterable[int] = (),
+    ops: Iterable[str] = tuple(OP_GROUPS),
+) -> list[tuple[str, bool, object]]:
+    """(backend module name, is_backward, spec) of the kernels a call of these sizes launches.
+
+    The registry's entries (:func:`all_specs`) do not cover hidden sizes and key lengths whose
+    configuration is made at run time (generated tuned entries, the measured general shapes):
+    a model's own sizes are precompiled with this. Norms: every dtype combination of ``ops`` at
+    each hidden size, for rows a multiple of the tuned row multiple and not; softmax: every
+    variant and dtype at each key length. Arrays are taken as freshly allocated (pointers
+    aligned, rows as aligned as their pitch allows); ``backend`` selects as dispatch does
+    (its own measured entries).
+    """
+    wanted = {o for group in ops for o in OP_GROUPS[group]}
+    out: dict[tuple, tuple[str, bool, object]] = {}
+    norm_keys = dict.fromkeys(
+        c.key for c in registry.norm_configs(include_fp8=True) if c.op in wanted
+    )
+    for cols in hidden:
+        for key in norm_keys:
+            sizes = {registry.itemsize(t) for t in (key.input, key.output)}
+            vec = tuple((_pitch_alignment(cols * n), n) for n in sorted(sizes))
+            alignment = min(a for a, _ in vec)
+            for rows in (registry.TUNED_ROW_MULTIPLE, registry.TUNED_ROW_MULTIPLE + 1):
+                cfg = registry.select_norm(key, cols, rows, alignment, backend=backend)
+                try:
+                    spec = planner.norm_spec(
+                        cfg, cols, planner.vector_elements(vec, cfg.num_elts), _LIMITS
+                    )
+                except PlanError:  # as dispatch: a tuned entry the planner refuses
+                    cfg = registry.select_norm(
+                        key, cols, rows, alignment, allow_tuned=False, backend=backend
+                    )
+                    spec = planner.norm_spec(
+                        cfg, cols, planner.vector_elements(vec, cfg.num_elts), _LIMITS
+                    )
+                out.setdefault((spec.kernel_key,), (key.op.split("_")[0], cfg.is_backward, spec))
+    softmax_ops = [o for o in registry.SOFTMAX_OPS if o in wanted]
+    for cols in keys:
+        for op in softmax_ops:
+            for variant in registry.SOFTMAX_VARIANTS:
+                for dtype in registry.SOFTMAX_DTYPES:
+                    size = registry.itemsize(dtype)
+                    vec = [(_pitch_alignment(cols * size), size)]
+                    if variant == "masked" and op == "softmax_fwd":
+                        vec.append((_pitch_alignment(cols), 1))
+                    cfg = registry.select_softmax(op, variant, dtype, cols, backend=backend)
+                    for c in (cfg, replace(cfg, stage=False)) if cfg.stage else (cfg,):
+                        # a staged entry also runs unstaged where its part does not fit
+                        elts = planner.vector_elements(vec, c.num_elts)
+                        spec = planner.softmax_spec(c, cols, elts, _LIMITS)
+                        out.setdefault(
+                            (spec.kernel_key, spec.ctas_per_row), ("softmax", c.is_backward, spec)
+                        )
+    return list(out.values())
+
+
+def _pitch_alignment(nbytes: int) -> int:
+    """Alignment (bytes, at most 256) of rows ``nbytes`` apart from an aligned pointer."""
+    return min(256, nbytes & -nbytes)
 
 
 def _widths(n: int) -> tuple[int, ...]:

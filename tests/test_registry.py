@@ -693,3 +693,79 @@ def test_vector_table_leaves_other_rows_alone():
     # a misaligned view of 1000 columns (2-byte pitch): TE's general entry (the narrow table
     # starts at 1025 columns)
     assert r.select_norm(key, 1000, 16384, 2).origin == "te"
+
+
+@pytest.mark.parametrize("backend", ["nvrtc", "numba"])
+def test_size_specs_hold_what_dispatch_plans(monkeypatch, backend):
+    """``precompile --hidden/--keys`` compiles the kernels dispatch plans for those sizes
+    (generated tuned entries, measured general shapes, staged entries and their unstaged
+    fallback, rows of several CTAs), rows a multiple of four and not, arrays freshly allocated."""
+    from types import SimpleNamespace
+
+    from numba_norms import dispatch, precompile
+
+    monkeypatch.setattr(dispatch, "device_limits", lambda device: precompile._LIMITS)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    fake = SimpleNamespace(
+        occupancy_forward=lambda spec: 2,
+        occupancy_backward=lambda spec: 2,
+        active_clusters=lambda spec, cluster: 64,
+    )
+    hidden, keys = (1000, 1536, 5003 * 2, 65536), (17, 1000, 4097, 32768, 131072)
+    specs = precompile.size_specs(backend, hidden, keys)
+    have = {s.kernel_key for _, _, s in specs} | {
+        (s.kernel_key, s.ctas_per_row) for _, _, s in specs
+    }
+    assert len(specs) == len(set((s.kernel_key, s.ctas_per_row) for _, _, s in specs))
+
+    def aligned(nbytes):
+        return min(256, nbytes & -nbytes)
+
+    norm_keys = dict.fromkeys(c.key for c in r.norm_configs(include_fp8=True))  # every one
+    for key in norm_keys:
+        for cols in hidden:
+            for rows in (64, 37):
+                vec = tuple(
+                    (aligned(cols * n), n) for n in (r.itemsize(key.input), r.itemsize(key.output))
+                )
+                plan = dispatch._norm_plan(backend, fake, key, rows, cols, vec, None)
+                assert plan.spec.kernel_key in have, (key, cols, rows)
+    for op in r.SOFTMAX_OPS:
+        for variant in r.SOFTMAX_VARIANTS:
+            for dtype in r.SOFTMAX_DTYPES:
+                size = r.itemsize(dtype)
+                for cols in keys:
+                    vec = [(aligned(cols * size), size)] * 2
+                    if variant == "masked" and op == "softmax_fwd":
+                        vec.append((aligned(cols), 1))
+                    plan = dispatch._softmax_plan(
+                        backend, fake, op, variant, dtype, 48, cols, tuple(vec), None
+                    )
+                    want = (plan.spec.kernel_key, plan.spec.ctas_per_row)
+                    assert want in have, (op, variant, dtype, cols)
+
+
+def test_precompile_cli_takes_sizes(tmp_path, monkeypatch, capsys):
+    """``numba-norms precompile --hidden`` compiles the kernels of those sizes into the disk
+    cache (a second run finds them all); sizes must be positive integers."""
+    import rtc
+    from numba_norms import cli, precompile
+
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMBA_NORMS_DISABLE_DISK_CACHE", raising=False)
+    with pytest.raises(SystemExit):
+        cli.main(["precompile", "--arch", "sm_90", "--hidden", "0"])
+    assert "expected a positive integer, got '0'" in capsys.readouterr().err
+    argv = ["precompile", "--arch", "sm_90", "--ops", "rmsnorm", "--hidden", "1000", "1536"]
+    want = len(precompile.size_specs("nvrtc", (1000, 1536), (), ("rmsnorm",)))
+    assert want > 4
+    rtc.clear_cache(memory=True, disk=False)
+    try:
+        assert cli.main(argv) == 0
+        assert f"compiled {want} kernels (0 already cached)" in capsys.readouterr().out
+        assert len(rtc.cache_entries()) == want
+        rtc.clear_cache(memory=True, disk=False)
+        assert cli.main(argv) == 0
+        assert f"compiled 0 kernels ({want} already cached)" in capsys.readouterr().out
+    finally:
+        rtc.clear_cache(memory=True, disk=False)
