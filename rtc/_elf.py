@@ -2,8 +2,9 @@
 
 A cubin keeps per-kernel resource attributes in its ``.nv.info`` section: records of a format
 byte, an attribute byte and a value, where the sized values (``EIFMT_SVAL``) of the
-attributes read here hold the function's symbol index and a 32-bit number. The layout is what
-``cuobjdump -elf`` prints for CUDA 12 and 13 cubins (sm_80 / sm_90 checked).
+attributes read here hold the function's symbol index and a 32-bit number. Checked against
+``cuobjdump -res-usage`` on CUDA 13 cubins (NVRTC, nvcc and numba-cuda's nvJitLink; sm_80 /
+sm_90) and against the driver's local memory on the H200 (run 214).
 """
 
 from __future__ import annotations
