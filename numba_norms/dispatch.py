@@ -23,6 +23,7 @@ __all__ = [
     "choose_backend",
     "device_limits",
     "last_backend",
+    "norm_spec_for",
     "nvrtc_status",
     "run_norm",
     "run_softmax",
@@ -153,6 +154,27 @@ _plan_cache: dict[tuple, planner.RowPlan] = {}
 _plan_lock = threading.Lock()
 
 
+def norm_spec_for(
+    backend: str,
+    key: registry.NormKey,
+    rows: int,
+    cols: int,
+    vec: tuple[tuple[int, int], ...],
+    limits: DeviceLimits,
+) -> tuple[registry.NormConfig, planner.NormSpec]:
+    """The configuration and kernel spec a norm call selects (before occupancy is known):
+    ``vec`` holds the ``(alignment, itemsize)`` of its arrays. Precompile asks the same."""
+    alignment = min(a for a, _ in vec)
+    cfg = registry.select_norm(key, cols, rows, alignment, backend=backend)
+    try:
+        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+    except PlanError:
+        # A tuned entry this device cannot run (e.g. several CTAs a row in the simulator).
+        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False, backend=backend)
+        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+    return cfg, spec
+
+
 def _norm_plan(
     backend: str,
     mod: ModuleType,
@@ -168,13 +190,7 @@ def _norm_plan(
         return plan
     limits = device_limits(device)
     alignment = min(a for a, _ in vec)
-    cfg = registry.select_norm(key, cols, rows, alignment, backend=backend)
-    try:
-        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
-    except PlanError:
-        # A tuned entry this device cannot run (e.g. several CTAs a row in the simulator).
-        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False, backend=backend)
-        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+    cfg, spec = norm_spec_for(backend, key, rows, cols, vec, limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
     try:
         plan = planner.norm_plan(

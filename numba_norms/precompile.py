@@ -14,8 +14,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from . import planner, registry
-from .dispatch import backend_module
-from .planner import PlanError
+from .dispatch import backend_module, norm_spec_for
 
 __all__ = ["PrecompileResult", "all_specs", "precompile", "size_specs"]
 
@@ -96,20 +95,8 @@ def size_specs(
         for key in norm_keys:
             sizes = {registry.itemsize(t) for t in (key.input, key.output)}
             vec = tuple((_pitch_alignment(cols * n), n) for n in sorted(sizes))
-            alignment = min(a for a, _ in vec)
             for rows in (registry.TUNED_ROW_MULTIPLE, registry.TUNED_ROW_MULTIPLE + 1):
-                cfg = registry.select_norm(key, cols, rows, alignment, backend=backend)
-                try:
-                    spec = planner.norm_spec(
-                        cfg, cols, planner.vector_elements(vec, cfg.num_elts), _LIMITS
-                    )
-                except PlanError:  # as dispatch: a tuned entry the planner refuses
-                    cfg = registry.select_norm(
-                        key, cols, rows, alignment, allow_tuned=False, backend=backend
-                    )
-                    spec = planner.norm_spec(
-                        cfg, cols, planner.vector_elements(vec, cfg.num_elts), _LIMITS
-                    )
+                cfg, spec = norm_spec_for(backend, key, rows, cols, vec, _LIMITS)
                 out.setdefault((spec.kernel_key,), (key.op.split("_")[0], cfg.is_backward, spec))
     softmax_ops = [o for o in registry.SOFTMAX_OPS if o in wanted]
     for cols in keys:
