@@ -57,6 +57,7 @@ __all__ = [
     "DTYPE_NAMES",
     "Call",
     "Tensor",
+    "byte_alignment",
     "dtype_name",
     "itemsize",
     "numpy_dtype",
@@ -203,6 +204,12 @@ def itemsize(name: str) -> int:
     """Bytes per element of a dtype name."""
     n = _ITEMSIZE.get(name)
     return n if n is not None else _ITEMSIZE[dtype_name(name)]
+
+
+def byte_alignment(nbytes: int) -> int:
+    """Largest power of two, at most 256, dividing ``nbytes`` (an address or a row pitch in
+    bytes); 0 counts as 256. The planner's vector widths follow from it."""
+    return 256 if nbytes == 0 else min(256, nbytes & -nbytes)
 
 
 _TORCH_DTYPES: dict[str, Any] = {}
@@ -425,17 +432,14 @@ class Tensor:
         tensor has more than one row; ``ptr == 0`` counts as 256-byte aligned. If the layout is
         not a valid row layout the item size bounds the result.
         """
-        ptr = self.ptr
-        a = 256 if ptr == 0 else min(256, ptr & -ptr)
+        a = byte_alignment(self.ptr)
         if len(self.shape) > 1:
             try:
                 rows, _, row_stride = self.rows_cols()
             except ValueError:
                 return min(a, self.itemsize)
             if rows > 1:
-                pitch = row_stride * self.itemsize
-                if pitch:
-                    a = min(a, pitch & -pitch)
+                a = min(a, byte_alignment(row_stride * self.itemsize))
         return a
 
     def as_numba(self) -> Any:

@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from . import planner, registry
+from .arrays import byte_alignment
 from .dispatch import backend_module, norm_spec_for
 
 __all__ = ["PrecompileResult", "all_specs", "precompile", "size_specs"]
@@ -94,7 +95,7 @@ def size_specs(
     for cols in hidden:
         for key in norm_keys:
             sizes = {registry.itemsize(t) for t in (key.input, key.output)}
-            vec = tuple((_pitch_alignment(cols * n), n) for n in sorted(sizes))
+            vec = tuple((byte_alignment(cols * n), n) for n in sorted(sizes))
             for rows in (registry.TUNED_ROW_MULTIPLE, registry.TUNED_ROW_MULTIPLE + 1):
                 cfg, spec = norm_spec_for(backend, key, rows, cols, vec, _LIMITS)
                 out.setdefault((spec.kernel_key,), (key.op.split("_")[0], cfg.is_backward, spec))
@@ -104,9 +105,9 @@ def size_specs(
             for variant in registry.SOFTMAX_VARIANTS:
                 for dtype in registry.SOFTMAX_DTYPES:
                     size = registry.itemsize(dtype)
-                    vec = [(_pitch_alignment(cols * size), size)]
+                    vec = [(byte_alignment(cols * size), size)]
                     if variant == "masked" and op == "softmax_fwd":
-                        vec.append((_pitch_alignment(cols), 1))
+                        vec.append((byte_alignment(cols), 1))
                     cfg = registry.select_softmax(op, variant, dtype, cols, backend=backend)
                     for c in (cfg, replace(cfg, stage=False)) if cfg.stage else (cfg,):
                         # a staged entry also runs unstaged where its part does not fit
@@ -116,11 +117,6 @@ def size_specs(
                             (spec.kernel_key, spec.ctas_per_row), ("softmax", c.is_backward, spec)
                         )
     return list(out.values())
-
-
-def _pitch_alignment(nbytes: int) -> int:
-    """Alignment (bytes, at most 256) of rows ``nbytes`` apart from an aligned pointer."""
-    return min(256, nbytes & -nbytes)
 
 
 def _widths(n: int) -> tuple[int, ...]:

@@ -271,11 +271,15 @@ class CompiledModule:
         KeyError
             If the cubin records no frame size for that kernel.
         """
-        if self._frames is None:
-            self._frames = _elf.frame_bytes(self._cubin)
+        frames = self._frames
+        if frames is None:
+            with self._lock:  # parsed once, as the module is loaded once
+                if self._frames is None:
+                    self._frames = _elf.frame_bytes(self._cubin)
+                frames = self._frames
         name = self._symbols.get(name_expression, name_expression)
         try:
-            return self._frames[name]
+            return frames[name]
         except KeyError:
             raise KeyError(
                 f"no kernel {name_expression!r} in module {self._name!r} "

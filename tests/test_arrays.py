@@ -193,6 +193,16 @@ def test_alignment():
     assert _t((4, 4), (8, 2), ptr=0x100).alignment() == 4  # not a row layout: itemsize
 
 
+@pytest.mark.parametrize(
+    "nbytes, expected",
+    [(0, 256), (1, 1), (6, 2), (24, 8), (96, 32), (256, 256), (512, 256), (0x1004, 4), (2000, 16)],
+)
+def test_byte_alignment(nbytes, expected):
+    from numba_norms.arrays import byte_alignment
+
+    assert byte_alignment(nbytes) == expected
+
+
 # ---------------------------------------------------------------------------------------------
 # Call: argument errors (no device needed: they are raised before anything is staged)
 # ---------------------------------------------------------------------------------------------
