@@ -157,6 +157,8 @@ def _lookup_dtype(dtype_like: Any) -> tuple[str | None, str]:
     if name is not None:
         _DTYPE_CACHE[dtype_like] = name
         return name, name
+    if not dt.isnative:  # '>f4' is named "float32" too: say what differs
+        return None, f"{dt.name} in non-native byte order ({dt.str})"
     return None, dt.name
 
 
@@ -372,6 +374,18 @@ class Tensor:
     def ndim(self) -> int:
         """Number of dimensions."""
         return len(self.shape)
+
+    def check_contiguous(self) -> None:
+        """Raise ValueError unless the elements lie contiguously in C order: the layout a kernel
+        handed only the base pointer (weights, per-row statistics) reads."""
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if n > 1 and s != expected:
+                raise ValueError(
+                    f"{self.name}: expected contiguous elements, got shape {self.shape} with "
+                    f"strides {self.strides} (elements)"
+                )
+            expected *= n
 
     def rows_cols(self) -> tuple[int, int, int]:
         """View the tensor as a matrix of rows: ``(rows, cols, row_stride_elements)``.

@@ -78,12 +78,10 @@ def frame_bytes(image: bytes) -> dict[str, int]:
         if kind != _SHT_CUDA_INFO or image[shstrtab + name : shstrtab + name + 9] != b".nv.info\0":
             continue
         pos, end = offset, offset + size
-        while pos + 2 <= end:
+        while pos + 4 <= end:
             fmt, attr = image[pos], image[pos + 1]
-            if fmt == _EIFMT_NVAL:
-                pos += 2
-            elif fmt in (_EIFMT_BVAL, _EIFMT_HVAL):
-                pos += 4
+            if fmt in (_EIFMT_NVAL, _EIFMT_BVAL, _EIFMT_HVAL):
+                pos += 4  # format, attribute and a 16-bit field (unused by NVAL records)
             elif fmt == _EIFMT_SVAL:
                 (length,) = struct.unpack_from("<H", image, pos + 2)
                 if attr == _EIATTR_FRAME_SIZE:

@@ -18,7 +18,8 @@ from functools import lru_cache
 __all__ = ["include_dirs_digest", "cuda_header_dirs"]
 
 _RACY_NS = 2_000_000_000
-_SKIP_DIRS = {"__pycache__"}
+# never #included from: caches and version-control metadata (hidden headers do count)
+_SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn"}
 
 _lock = threading.Lock()
 # path -> ((size, mtime_ns, ino), sha256 digest of contents)
@@ -45,10 +46,8 @@ def _listing(path: str, now_ns: int) -> tuple[list[tuple[str, str]], list[tuple[
         with os.scandir(path) as it:
             for entry in it:
                 name = entry.name
-                if name.startswith("."):
-                    continue
-                # Do not follow directory symlinks (avoids cycles); do follow file symlinks.
-                if entry.is_dir(follow_symlinks=False):
+                # symlinks followed, as NVRTC follows them (_collect guards against cycles)
+                if entry.is_dir():
                     if name not in _SKIP_DIRS:
                         subdirs.append((name, entry.path))
                 elif entry.is_file():
@@ -62,12 +61,20 @@ def _listing(path: str, now_ns: int) -> tuple[list[tuple[str, str]], list[tuple[
     return files, subdirs
 
 
-def _collect(path: str, rel: str, now_ns: int, out: list[tuple[str, str]]) -> None:
+def _collect(
+    path: str, rel: str, now_ns: int, out: list[tuple[str, str]], above: frozenset = frozenset()
+) -> None:
+    """Files below ``path`` (relative name, path); ``above``: the real paths of the directories
+    this one is inside, so a symlink back up is not walked again."""
+    real = os.path.realpath(path)
+    if real in above:
+        return
+    above = above | {real}
     files, subdirs = _listing(path, now_ns)
     for name, p in files:
         out.append((rel + name, p))
     for name, p in subdirs:
-        _collect(p, f"{rel}{name}/", now_ns, out)
+        _collect(p, f"{rel}{name}/", now_ns, out, above)
 
 
 def _file_digest(path: str, sig: tuple[int, int, int], now_ns: int) -> bytes:
@@ -92,8 +99,9 @@ def include_dirs_digest(dirs: tuple[str, ...]) -> bytes:
     Returns
     -------
     bytes
-        SHA-256 digest over (directory index, relative path, content digest) of every file;
-        hidden entries and ``__pycache__`` are ignored.
+        SHA-256 digest over (directory index, relative path, content digest) of every file,
+        hidden ones and those reached through symbolic links included; ``__pycache__`` and
+        version-control directories are left out.
     """
     now = time.time_ns()
     sig: list[tuple[int, str, int, int, int]] = []
@@ -132,8 +140,9 @@ def cuda_header_dirs() -> tuple[tuple[str, ...], bytes]:
     -------
     (dirs, digest)
         ``dirs``: the toolkit include directory and, when present, its ``cccl`` subdirectory.
-        ``digest``: identifies the header set by path and top-level file sizes/mtimes; the
-        toolkit is not expected to change while a process runs, so this is computed once.
+        ``digest``: identifies the header set by the path, size and mtime of every file below
+        them; the toolkit is not expected to change while a process runs, so this is computed
+        once.
 
     Raises
     ------
@@ -157,12 +166,20 @@ def cuda_header_dirs() -> tuple[tuple[str, ...], bytes]:
     cccl = os.path.join(inc, "cccl")
     if os.path.isdir(cccl):
         dirs.append(os.path.abspath(cccl))
+    # Every file below (CCCL and crt live in subdirectories, shipped by wheels of their own),
+    # by path, size and mtime: a few thousand stats, once a process.
     h = hashlib.sha256()
     for d in dirs:
         h.update(d.encode("utf-8", "surrogateescape") + b"\0")
-        with os.scandir(d) as it:
-            entries = sorted(
-                (e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in it if e.is_file()
-            )
-        h.update(repr(entries).encode())
+        entries = []
+        for root, subdirs, names in os.walk(d):
+            subdirs.sort()
+            for n in sorted(names):
+                try:
+                    st = os.stat(os.path.join(root, n))
+                except OSError:
+                    continue
+                entries.append((os.path.relpath(os.path.join(root, n), d), st.st_size,
+                                st.st_mtime_ns))  # fmt: skip
+        h.update(repr(entries).encode("utf-8", "surrogateescape"))
     return tuple(dirs), h.digest()

@@ -159,6 +159,9 @@ def parse_nvrtc_flags(flags: Sequence[str]) -> dict[str, Any]:
     if isinstance(flags, str):
         flags = [flags]
     out: dict[str, Any] = {}
+    # -D / -U act in command-line order, but cuda.core emits all defines before all undefines:
+    # keep each macro's last action only (re-inserted, so the order of the rest is kept).
+    macros: dict[str, Any] = {}
     toks = list(flags)
     i = 0
     while i < len(toks):
@@ -190,6 +193,10 @@ def parse_nvrtc_flags(flags: Sequence[str]) -> dict[str, Any]:
         elif kind in ("bool", "int", "str"):
             assert conv is not None
             out[field] = conv(tok, value)
+        elif field == "undefine_macro":
+            v = _as_str(tok, value)
+            macros.pop(v, None)
+            macros[v] = None
         elif kind == "list":
             out.setdefault(field, []).append(_as_str(tok, value))
         elif kind == "intlist":
@@ -197,9 +204,12 @@ def parse_nvrtc_flags(flags: Sequence[str]) -> dict[str, Any]:
             out.setdefault(field, []).extend(vals)
         elif kind == "define":
             v = _as_str(tok, value)
-            if "=" in v:
-                k, dv = v.split("=", 1)
-                out.setdefault(field, []).append((k, dv))
-            else:
-                out.setdefault(field, []).append(v)
+            k = v.split("=", 1)[0]
+            macros.pop(k, None)
+            macros[k] = (k, v.split("=", 1)[1]) if "=" in v else v
+    for k, action in macros.items():
+        if action is None:
+            out.setdefault("undefine_macro", []).append(k)
+        else:
+            out.setdefault("define_macro", []).append(action)
     return out

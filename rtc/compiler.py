@@ -9,7 +9,9 @@ per thread by :func:`last_origin` (``"compiled"``, ``"disk"`` or ``"memory"``), 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import operator
 import os
 import re
 import threading
@@ -66,7 +68,10 @@ _ARCH_RE = re.compile(r"^(?:sm_)?(\d+)(\d)([af]?)$")
 
 
 def _numbered(source: str) -> str:
-    lines = source.splitlines()
+    # NVRTC counts "\n" only (str.splitlines also breaks at form feeds, U+2028, ...)
+    lines = [line.removesuffix("\r") for line in source.split("\n")]
+    if lines and not lines[-1]:
+        lines.pop()
     width = max(4, len(str(len(lines))))
     return "\n".join(f"{i:{width}d} | {line}" for i, line in enumerate(lines, 1))
 
@@ -328,7 +333,8 @@ class CompiledModule:
         if info is not None:
             major, minor, suffix = parse_arch(self._arch)
             dmaj, dmin = info.cc
-            if major != dmaj or minor > dmin or (suffix and minor != dmin):
+            # plain: this major, minor up to the device's; "f" (family) as well; "a": exactly
+            if major != dmaj or minor > dmin or (suffix == "a" and minor != dmin):
                 raise RuntimeError(
                     f"module {self._name!r} was compiled for {self._arch}, which cannot run on "
                     f"device {dev} ({info.name}, {info.arch})"
@@ -393,7 +399,8 @@ _defines_memo: dict[tuple, tuple] = {}
 def _normalize_defines(defines: Mapping[str, str | int | None] | None) -> tuple:
     if not defines:
         return ()
-    raw = tuple(defines.items())
+    # value types in the key: 1.0 == 1 (and hashes alike) but only the int is a valid value
+    raw = tuple((k, v.__class__, v) for k, v in defines.items())
     try:
         return _defines_memo[raw]
     except (KeyError, TypeError):
@@ -417,10 +424,15 @@ def _normalize_defines_uncached(defines: Mapping[str, str | int | None]) -> tupl
             out.append((k, None))
         elif isinstance(v, bool):
             out.append((k, "1" if v else "0"))
-        elif isinstance(v, (int, str)):
-            out.append((k, str(v)))
+        elif isinstance(v, str):
+            out.append((k, v))
         else:
-            raise TypeError(f"macro {k!r}: value must be str, int or None, got {type(v).__name__}")
+            try:  # any integer (numpy's too); a float is refused, not truncated
+                out.append((k, str(operator.index(v))))
+            except TypeError:
+                raise TypeError(
+                    f"macro {k!r}: value must be str, int or None, got {type(v).__name__}"
+                ) from None
     out.sort()
     return tuple(out)
 
@@ -507,20 +519,33 @@ def compile(
     else:
         arch = _normalize_arch(arch)
     defs = _normalize_defines(defines)
+    if isinstance(include_dirs, (str, os.PathLike)):  # one directory, not its characters
+        include_dirs = (include_dirs,)
     if include_dirs:
         inc = tuple(os.path.abspath(os.fspath(d)) for d in include_dirs)
         for d in inc:
             if not os.path.isdir(d):
                 raise FileNotFoundError(f"include directory not found: {d}")
-        hdr = include_dirs_digest(inc)
     else:
-        inc, hdr = (), b""
+        inc = ()
     cuda_headers = bool(cuda_headers)
-    key = (arch, source, names, opts, defs, std, name, inc, hdr, cuda_headers)
+    for _ in range(3):
+        hdr = include_dirs_digest(inc) if inc else b""
+        key = (arch, source, names, opts, defs, std, name, inc, hdr, cuda_headers)
+        try:
+            return _through_memory(
+                key,
+                functools.partial(
+                    _build, source, names, arch, name, opts, defs, std, inc, hdr, cuda_headers
+                ),
+            )
+        except _HeadersChanged:
+            continue  # NVRTC may have read either version: fingerprint again, compile again
+    raise RuntimeError(f"headers below {list(inc)} kept changing while {name!r} compiled")
 
-    return _through_memory(
-        key, lambda: _build(source, names, arch, name, opts, defs, std, inc, hdr, cuda_headers)
-    )
+
+class _HeadersChanged(Exception):
+    """A header below the include directories changed between fingerprint and compile."""
 
 
 def _through_memory(key: tuple, make: Callable[[], CompiledModule]) -> CompiledModule:
@@ -577,6 +602,9 @@ def _build(
         include_path += list(cdirs)
     if std is not None:
         kw.setdefault("std", std)  # an explicit "-std=" in options wins
+    # Headers come from include_dirs alone, whose contents the key covers: NVRTC would also
+    # search the program name's directory (the working directory for a bare name).
+    kw["no_source_include"] = True
     popts = ProgramOptions(
         arch=arch,
         name=name,
@@ -664,6 +692,8 @@ def _build(
             arch=arch,
         )
     log = sink.text()
+    if inc and include_dirs_digest(inc) != hdr:  # not the headers the key says: keep nothing
+        raise _HeadersChanged()
     if dkey is not None:
         _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, log))
     return CompiledModule(
@@ -707,8 +737,9 @@ def cached_cubin(
 
 def _load_or_build(parts: tuple[str, ...], build: Callable, arch: str, name: str) -> CompiledModule:
     disk = _cache._disk_cache()
-    blob = "\0".join(("rtc-external-cubin", str(_cache.SCHEMA_VERSION), arch) + parts)
-    dkey = hashlib.sha256(blob.encode()).digest()
+    # repr of the tuple: parts holding NUL or commas cannot run into each other
+    blob = repr(("rtc-external-cubin", _cache.SCHEMA_VERSION, arch) + parts)
+    dkey = hashlib.sha256(blob.encode("utf-8", "surrogateescape")).digest()
     if disk is not None:
         data = _cache.disk_get(disk, dkey)
         if data is None:

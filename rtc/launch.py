@@ -8,6 +8,7 @@ opt-in, stream wrapping, occupancy) is cached on first use.
 from __future__ import annotations
 
 import ctypes
+import operator
 import struct
 import threading
 from typing import Any
@@ -233,9 +234,11 @@ def _cluster_attribute(cluster: int) -> Any:
 
 
 def _dim(v: Any) -> int | tuple[int, ...]:
-    if isinstance(v, int):
-        return v
-    return tuple(int(x) for x in v)
+    """A grid or block size: an integer (numpy's too) or a sequence of them, never a float."""
+    try:
+        return operator.index(v)
+    except TypeError:
+        return tuple(operator.index(x) for x in v)
 
 
 def _new_config(grid: Any, block: Any, shared_mem: int, cooperative: bool) -> Any:
@@ -441,8 +444,7 @@ class Launcher:
             self._fn = int(function)
             self._device = device
             self.name = hex(self._fn)
-        g = (grid, 1, 1) if isinstance(grid, int) else tuple(int(v) for v in grid) + (1, 1)
-        b = (block, 1, 1) if isinstance(block, int) else tuple(int(v) for v in block) + (1, 1)
+        g, b = ((d, 1, 1) if isinstance(d, int) else d + (1, 1) for d in (_dim(grid), _dim(block)))
         self._grid, self._block = g[:3], b[:3]
         self._smem = int(shared_mem)
         self._coop = bool(cooperative)

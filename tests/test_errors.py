@@ -17,6 +17,21 @@ def ones(*shape, dtype=F32):
     return np.ones(shape, dtype)
 
 
+def _overlapping_rows(rows: int, cols: int, pitch: int) -> np.ndarray:
+    """A [rows, cols] fp32 view whose rows start ``pitch`` (< cols) elements apart."""
+    buf = np.zeros((rows - 1) * pitch + cols, F32)
+    return np.lib.stride_tricks.as_strided(buf, (rows, cols), (pitch * 4, 4))
+
+
+def _fp8_aliased(first: str, second: str):
+    """An FP8 forward given one array as both ``first`` and ``second`` (of scale, amax and
+    scale_inv)."""
+    one = np.ones(1, F32)
+    kw = {"scale": np.ones(1, F32), "amax": np.zeros(1, F32), "scale_inv": np.zeros(1, F32)}
+    kw[first] = kw[second] = one
+    return nn.layernorm_fwd(ones(4, 8), ones(8), ones(8), out_dtype="fp8e4m3", **kw)
+
+
 @pytest.mark.parametrize(
     "call, exc, match",
     [
@@ -97,6 +112,65 @@ def ones(*shape, dtype=F32):
             "dy",
         ),
         (lambda: nn.layernorm_fwd(ones(4, 8), ones(8), ones(8), stream="s"), TypeError, "stream"),
+        # the kernels read gamma, beta, mu and rsigma from their base pointer: views refused
+        (lambda: nn.layernorm_fwd(ones(4, 8), ones(16)[::2], ones(8)), ValueError, "gamma:"),
+        (
+            lambda: nn.layernorm_fwd(ones(4, 8), ones(8), np.broadcast_to(F32(0), (8,))),
+            ValueError,
+            "beta: expected contiguous",
+        ),
+        (
+            lambda: nn.layernorm_bwd(ones(4, 8), ones(4, 8), ones(8)[::2], ones(4), ones(8)),
+            ValueError,
+            "mu: expected contiguous",
+        ),
+        (
+            lambda: nn.rmsnorm_bwd(ones(4, 8), ones(4, 8), ones(4, 2)[:, 0], ones(8)),
+            ValueError,
+            "rsigma: expected contiguous",
+        ),
+        (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), "1e-5"), TypeError, "eps"),
+        (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), True), TypeError, "eps"),
+        (
+            lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), zero_centered_gamma="False"),
+            TypeError,
+            "zero_centered_gamma",
+        ),
+        (
+            lambda: nn.rmsnorm_bwd(
+                ones(4, 8), ones(4, 8), ones(4), ones(8), zero_centered_gamma="1"
+            ),
+            TypeError,
+            "zero_centered_gamma",
+        ),
+        (lambda: nn.scaled_softmax_fwd(ones(1, 1, 4, 8), "2"), TypeError, "scale"),
+        (
+            lambda: nn.scaled_softmax_bwd(ones(1, 1, 4, 8), ones(1, 1, 4, 8), True),
+            TypeError,
+            "scale",
+        ),
+        (lambda: nn.scaled_softmax_fwd(ones(1, 1, 4, 8), 2.5e38), ValueError, "scale"),
+        (lambda: nn.scaled_softmax_fwd(ones(1, 1, 4, 8), -1e39), ValueError, "scale"),
+        (
+            lambda: nn.scaled_upper_triang_masked_softmax_bwd(ones(2, 4, 5), ones(2, 4, 5), 1.0),
+            ValueError,
+            "square",
+        ),
+        (
+            lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), out=(_overlapping_rows(4, 8, 4), None)),
+            ValueError,
+            "rows overlap",
+        ),
+        (
+            lambda: nn.scaled_softmax_fwd(
+                ones(1, 1, 4, 8), 1.0, out=_overlapping_rows(4, 8, 0).reshape(1, 1, 4, 8)
+            ),
+            ValueError,
+            "rows overlap",
+        ),
+        (lambda: _fp8_aliased("amax", "scale"), ValueError, "amax: shares memory with scale"),
+        (lambda: _fp8_aliased("amax", "scale_inv"), ValueError, "amax: shares memory"),
+        (lambda: nn.rmsnorm_fwd(ones(4, 8).astype(">f4"), ones(8)), TypeError, "byte order"),
     ],
 )
 def test_bad_input(call, exc, match):

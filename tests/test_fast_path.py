@@ -128,6 +128,9 @@ def test_forward_signature_changes_take_the_general_path(env):
     # the eps check still runs (a bad eps is never taken by the fast path)
     with pytest.raises(ValueError, match="eps"):
         nn.layernorm_fwd(x, g, b, -1.0)
+    # so does the flag's: "False" (truthy) must not repeat the remembered True signature
+    with pytest.raises(TypeError, match="zero_centered_gamma"):
+        nn.layernorm_fwd(x, g, b, zero_centered_gamma="False")
     # DISABLE_NVRTC is read per call: another value is another signature
     env_general = len(general)
     import os
@@ -225,6 +228,9 @@ def test_softmax_repeats_take_the_fast_path(sm_env):
     assert _same_but(a1, a2, (2, 11)) and (a1[11], a2[11]) == (0.5, 0.25)
     assert a2[2] == y2.data_ptr() != y1.data_ptr() and y2.shape == x.shape
     assert a2[8:11] == (16, 4, 2)  # sq, heads, mask batch
+    # a scale the kernels' fp32 cannot take goes the general way, which refuses it
+    with pytest.raises(ValueError, match="scale"):
+        nn.scaled_masked_softmax_fwd(x, mask, 3e38)
     # another variant with the same x is another signature
     nn.scaled_softmax_fwd(x, 0.5)
     assert len(general) == 2

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import struct
 import subprocess
 import sys
@@ -102,6 +103,28 @@ def test_arch_major_has_one_or_two_digits(arch, cc):
     assert _norms._cc_of(arch) == cc[:2]
 
 
+@pytest.mark.parametrize(
+    "arch, runs",
+    [("sm_100", True), ("sm_103", True), ("sm_100f", True), ("sm_103a", True)]
+    + [("sm_100a", False), ("sm_110", False), ("sm_90", False)],
+)
+def test_which_cubins_a_device_runs(monkeypatch, arch, runs):
+    """Before loading, a module's arch is checked against the device (here a stand-in of
+    compute capability 10.3): same major and minor up to the device's, family-specific ("f")
+    targets likewise, arch-specific ("a") ones only at their exact minor."""
+    from types import SimpleNamespace
+
+    from rtc import compiler
+
+    fake = SimpleNamespace(cc=(10, 3), name="stand-in", arch="sm_103")
+    monkeypatch.setattr(compiler, "current_device_ordinal", lambda: 0)
+    monkeypatch.setattr(compiler, "device_info", lambda dev=None: fake)
+    mod = rtc.CompiledModule(arch=arch, cubin=b"", symbols={}, log="", name="m", origin="disk")
+    with pytest.raises(Exception) as info:  # past the check, loading an empty image fails
+        mod.kernel("k")
+    assert ("cannot run on device 0" in str(info.value)) is not runs, info.value
+
+
 FRAME_SRC = r"""
 template <int N>
 __global__ void keep(float* out, const float* in, int k) {
@@ -139,6 +162,13 @@ def test_frame_bytes_read_from_the_cubin(cache_env, arch):
         mod.frame_bytes("nothing")
 
 
+def test_frame_bytes_of_a_debug_build(cache_env):
+    """A device-debug build (``-G``; Numba's debug builds likewise) has attribute records
+    without a value in the module-wide section: read past them, the frame size is found."""
+    mod = rtc.compile(unique_src(FRAME_SRC), ["keep<100>"], arch="sm_90", options=["-G"])
+    assert mod.frame_bytes("keep<100>") >= 400
+
+
 def test_frame_bytes_rejects_what_is_not_a_cubin():
     from rtc import _elf
 
@@ -172,6 +202,18 @@ def test_compile_error_carries_log_options_and_numbered_source(cache_env):
         rtc.compile(src, ["k"], arch="sm_90", name="broken_prog", options=["-ftz=true"])
     assert delta(before, "nvrtc_compiles") == 2
     assert not rtc_cache._key_locks  # per-key locks are released on failure too
+
+
+@pytest.mark.parametrize("sep", ["\f", "\u2028", "\r"])
+def test_compile_error_numbers_lines_as_nvrtc_does(cache_env, sep):
+    """Only newlines end a line for NVRTC: a form feed, U+2028 or a CR (CRLF sources) inside a
+    line must not shift the numbers shown beside the source from those in the log."""
+    src = f"// one{sep}still one\r\n__global__ void k(int* x) {{\n    x[0] = nope_xyz;\n}}\n"
+    with pytest.raises(rtc.CompileError) as info:
+        rtc.compile(src, ["k"], arch="sm_90")
+    logged = int(re.search(r"\((\d+)\): error", info.value.log).group(1))
+    shown = [ln for ln in str(info.value).split("\n") if "nope_xyz;" in ln and " | " in ln]
+    assert logged == 3 and shown == ["   3 |     x[0] = nope_xyz;"]
 
 
 def test_compile_error_pickles(cache_env):
@@ -265,6 +307,51 @@ def test_parse_nvrtc_flags():
         parse_nvrtc_flags(["-maxrregcount"])
 
 
+def test_defines_and_undefines_act_in_order(cache_env):
+    """-D / -U of one macro act as on an nvrtc command line: the last one wins (cuda.core
+    emits defines before undefines, so only each macro's last action is passed on)."""
+    assert parse_nvrtc_flags(["-UFOO", "-DFOO=2", "-DBAR", "-UBAR", "-DX=1", "-DX=3"]) == {
+        "define_macro": [("FOO", "2"), ("X", "3")],
+        "undefine_macro": ["BAR"],
+    }
+    src = unique_src('#if FOO != 2\n#error "FOO is not 2"\n#endif\n__global__ void k() {}\n')
+    rtc.compile(src, ["k"], arch="sm_90", options=["-UFOO", "-DFOO=2"])
+    with pytest.raises(rtc.CompileError, match="FOO is not 2"):
+        rtc.compile(src, ["k"], arch="sm_90", options=["-DFOO=2", "-UFOO"])
+
+
+def test_define_values_are_checked_whatever_was_compiled_before(cache_env):
+    """1.0 equals 1 (and hashes alike), but only integers and strings are macro values: the
+    check must not depend on what an earlier call left in the normaliser's memo."""
+    src = unique_src('extern "C" __global__ void k(int* x) { x[0] = X; }\n')
+    a = rtc.compile(src, ["k"], arch="sm_90", defines={"X": 1})
+    for bad in (1.0, np.float64(1.0)):
+        with pytest.raises(TypeError, match="macro 'X'"):
+            rtc.compile(src, ["k"], arch="sm_90", defines={"X": bad})
+    assert rtc.compile(src, ["k"], arch="sm_90", defines={"X": np.int64(1)}) is a
+
+
+def test_cached_cubin_keys_do_not_run_into_each_other(cache_env):
+    built = []
+
+    def make(tag: bytes):
+        return lambda: (built.append(tag) or b"\x7fELF" + tag, {"kernel": "k"})
+
+    rtc.cached_cubin(("a\0b",), make(b"1"), arch="sm_90")
+    rtc.clear_cache(memory=True, disk=False)
+    mod = rtc.cached_cubin(("a", "b"), make(b"2"), arch="sm_90")
+    assert built == [b"1", b"2"] and mod.cubin.endswith(b"2")
+
+
+def test_launch_sizes_take_any_integer_but_no_float():
+    from rtc.launch import _dim
+
+    assert _dim(np.int64(4)) == 4 and _dim((np.int32(2), 3)) == (2, 3)
+    for bad in (2.0, (2, 1.5)):
+        with pytest.raises(TypeError):
+            _dim(bad)
+
+
 def test_defines_are_applied_and_change_the_key(cache_env):
     src = unique_src(
         '#if VALUE != 7\n#error "VALUE must be 7"\n#endif\n'
@@ -313,6 +400,107 @@ def test_header_contents_are_part_of_the_key(cache_env, tmp_path):
     assert c.cubin == a.cubin
     with pytest.raises(FileNotFoundError):
         rtc.compile(src, ["k"], arch="sm_90", include_dirs=[tmp_path / "missing"])
+
+
+def test_hidden_and_linked_headers_are_part_of_the_key(cache_env, tmp_path):
+    """NVRTC reads hidden headers and follows symbolic links, so the fingerprint does too (a
+    link back up the tree is walked once)."""
+    inc, elsewhere = tmp_path / "include", tmp_path / "elsewhere"
+    (inc / ".detail").mkdir(parents=True)
+    elsewhere.mkdir()
+    (inc / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (inc / "loop").symlink_to(inc, target_is_directory=True)
+    files = {"A": inc / ".detail" / "a.h", "B": inc / ".b.h", "C": elsewhere / "c.h"}
+    for macro, path in files.items():
+        path.write_text(f"#define {macro} 1\n")
+    src = unique_src(
+        '#include ".detail/a.h"\n#include ".b.h"\n#include "linked/c.h"\n'
+        'extern "C" __global__ void k(int* x) { x[0] = A + B + C; }\n'
+    )
+    before = rtc.stats()
+    seen = [rtc.compile(src, ["k"], arch="sm_90", include_dirs=[inc])]
+    for value, (macro, path) in enumerate(files.items(), start=2):
+        path.write_text(f"#define {macro} {value}\n")
+        seen.append(rtc.compile(src, ["k"], arch="sm_90", include_dirs=[inc]))
+        assert rtc.last_origin() == "compiled", macro
+    assert delta(before, "nvrtc_compiles") == 4
+    assert len({m.cubin for m in seen}) == 4
+
+
+def test_headers_beside_the_program_are_not_searched(cache_env, tmp_path, monkeypatch):
+    """Only include_dirs, whose contents the key covers, are searched: not the directory of
+    the program's name, nor the working directory for a bare name."""
+    (tmp_path / "val.h").write_text("#define VAL 1\n")
+    monkeypatch.chdir(tmp_path)
+    src = unique_src('#include "val.h"\nextern "C" __global__ void k(int* x) { x[0] = VAL; }\n')
+    for name in ("prog", str(tmp_path / "prog.cu")):
+        with pytest.raises(rtc.CompileError, match="val.h"):
+            rtc.compile(src, ["k"], arch="sm_90", name=name)
+    rtc.compile(src, ["k"], arch="sm_90", include_dirs=str(tmp_path))  # one directory, a str
+
+
+def test_a_header_edited_while_compiling_is_not_cached_under_the_old_key(
+    cache_env, tmp_path, monkeypatch
+):
+    """The headers are fingerprinted again after the compile; if they changed, the module is
+    of the new ones (or either): fingerprint and compile again, never store it under the
+    old key."""
+    from rtc import compiler
+
+    inc = tmp_path / "include"  # not tmp_path itself: the disk cache lives there
+    inc.mkdir()
+    header = inc / "v.h"
+    header.write_text("#define VAL 1\n")
+    src = unique_src('#include "v.h"\nextern "C" __global__ void k(int* x) { x[0] = VAL; }\n')
+    real = compiler.include_dirs_digest
+
+    def digest_then_edit(dirs):  # the edit lands after the fingerprint, before NVRTC reads
+        digest = real(dirs)
+        header.write_text("#define VAL 2\n")
+        return digest
+
+    monkeypatch.setattr(compiler, "include_dirs_digest", digest_then_edit)
+    two = rtc.compile(src, ["k"], arch="sm_90", include_dirs=[inc])
+    monkeypatch.setattr(compiler, "include_dirs_digest", real)
+    assert rtc.compile(src, ["k"], arch="sm_90", include_dirs=[inc]) is two  # VAL 2's key
+    header.write_text("#define VAL 1\n")
+    rtc.clear_cache(memory=True, disk=False)
+    one = rtc.compile(src, ["k"], arch="sm_90", include_dirs=[inc])
+    assert rtc.last_origin() == "compiled" and one.cubin != two.cubin
+    # headers that never hold still: refused after a few tries
+    counter = iter(range(3, 100))
+
+    def always_editing(dirs):
+        digest = real(dirs)
+        header.write_text(f"#define VAL {next(counter)}\n")
+        return digest
+
+    monkeypatch.setattr(compiler, "include_dirs_digest", always_editing)
+    with pytest.raises(RuntimeError, match="kept changing"):
+        rtc.compile(src + "// another program\n", ["k"], arch="sm_90", include_dirs=[inc])
+
+
+def test_cuda_header_fingerprint_covers_subdirectories(monkeypatch, tmp_path):
+    """CCCL (include/cccl/cuda/..., cub, thrust) and crt headers sit in subdirectories and come
+    in wheels of their own: an edit anywhere below the toolkit include changes the digest."""
+    import cuda.pathfinder
+
+    from rtc import _headers
+
+    deep = tmp_path / "cccl" / "cuda" / "std" / "val.h"
+    deep.parent.mkdir(parents=True)
+    (tmp_path / "cuda_runtime.h").write_text("// stand-in\n")
+    deep.write_text("#define VAL 1\n")
+    monkeypatch.setattr(cuda.pathfinder, "find_nvidia_header_directory", lambda lib: str(tmp_path))
+    _headers.cuda_header_dirs.cache_clear()
+    try:
+        dirs, first = _headers.cuda_header_dirs()
+        assert dirs == (str(tmp_path), str(tmp_path / "cccl"))
+        deep.write_text("#define VAL 1000\n")
+        _headers.cuda_header_dirs.cache_clear()
+        assert _headers.cuda_header_dirs()[1] != first
+    finally:
+        _headers.cuda_header_dirs.cache_clear()
 
 
 def test_cuda_headers_flag(cache_env):

@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from .. import dispatch
+from ..backends.common import SOFTMAX_SCALE_MAX
 
 __all__ = [
     "clear",
@@ -222,7 +223,7 @@ def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out) -> tuple
     optrs, osig = _out_parts(out)
     key = (
         kind, _nvrtc_switch(), (ins[0] | ins[1] | ins[2]) & 15, _sig(x), _sig(gamma),
-        None if beta is None else _sig(beta), out_dtype, bool(zero_centered_gamma), osig,
+        None if beta is None else _sig(beta), out_dtype, zero_centered_gamma, osig,
     )  # fmt: skip
     return key, ins, optrs
 
@@ -303,7 +304,7 @@ def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple:
     key = (
         kind, _nvrtc_switch(), (ins[0] | ins[1] | ins[2] | ins[3] | ins[4]) & 15, _sig(dy),
         _sig(x), None if mu is None else _sig(mu), _sig(rsigma), _sig(gamma),
-        bool(zero_centered_gamma), osig,
+        zero_centered_gamma, osig,
     )  # fmt: skip
     return key, ins, optrs
 
@@ -390,7 +391,8 @@ _sm_bwd: dict[tuple, tuple] = {}
 
 
 def _finite(scale: Any) -> bool:
-    return scale.__class__ is float and -math.inf < scale < math.inf
+    """A float scale the kernels take as is (the general path explains any other)."""
+    return scale.__class__ is float and -SOFTMAX_SCALE_MAX < scale < SOFTMAX_SCALE_MAX
 
 
 def _one_out(out: Any) -> tuple[int, tuple | None]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import arrays, dispatch, registry
 from ..backends.common import NormBwdArgs, NormFwdArgs
 from . import _fast, _out
@@ -14,6 +16,8 @@ FLOATS = ("fp32", "fp16", "bf16")
 
 
 def _check_eps(eps: float) -> float:
+    if isinstance(eps, (str, bytes, bool, np.bool_)):  # float() would take "1e-5" and True
+        raise TypeError(f"eps: expected a float, got {type(eps).__name__}")
     try:
         eps = float(eps)
     except (TypeError, ValueError):
@@ -23,6 +27,12 @@ def _check_eps(eps: float) -> float:
     return eps
 
 
+def _check_flag(value, name: str) -> bool:
+    if isinstance(value, (str, bytes)):  # bool("False") is True
+        raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def _check_vector(t, name: str, cols: int, dtype: str | None = None) -> None:
     if t.shape != (cols,):
         raise ValueError(
@@ -30,6 +40,7 @@ def _check_vector(t, name: str, cols: int, dtype: str | None = None) -> None:
         )
     if dtype is not None and t.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {dtype} (as gamma), got {t.dtype}")
+    t.check_contiguous()  # the kernels take the base pointer alone
 
 
 def _check_same(t, name: str, ref, ref_name: str, dtype: str | None = None) -> None:
@@ -85,6 +96,7 @@ def norm_fwd(
             return outs
     op = f"{kind}_fwd"
     eps = _check_eps(eps)
+    zc = _check_flag(zero_centered_gamma, "zero_centered_gamma")
     call = arrays.Call(stream)
     xt = call.input(x, "x", dtypes=FLOATS, min_ndim=1)
     gt = call.input(gamma, "gamma", dtypes=FLOATS, ndim=1)
@@ -111,12 +123,13 @@ def norm_fwd(
     stats = [("mu", (rows,), "fp32")] if kind == "layernorm" else []
     specs = [("y", xt.shape, yd), *stats, ("rsigma", (rows,), "fp32")]
     made = _out.outputs(call, out, specs, [xt, gt, bt, st, at, sit])
+    written = [t for t in (at, sit) if t is not None]
+    if written:  # updated while every CTA reads scale and the inputs
+        _out.check_disjoint(written, [xt, gt, bt, st, *made])
     y, rsigma = made[0], made[-1]
     mu = made[1] if kind == "layernorm" else None
     if rows:
-        args = NormFwdArgs(
-            xt, gt, bt, y, mu, rsigma, eps, bool(zero_centered_gamma), None, st, at, sit
-        )
+        args = NormFwdArgs(xt, gt, bt, y, mu, rsigma, eps, zc, None, st, at, sit)
         used = [xt, gt, y] + ([bt] if bt is not None else [])
         pairs = [(t.alignment(), t.itemsize) for t in used]
         dispatch.run_norm(kind, key, call, args, rows, cols, pairs)
@@ -135,6 +148,7 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
         if grads is not None:
             return grads
     op = f"{kind}_bwd"
+    zc = _check_flag(zero_centered_gamma, "zero_centered_gamma")
     call = arrays.Call(stream)
     dyt = call.input(dy, "dy", dtypes=FLOATS, min_ndim=1)
     xt = call.input(x, "x", dtypes=FLOATS, min_ndim=1)
@@ -150,6 +164,8 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
     for t, name in ((mut, "mu"), (rst, "rsigma")):
         if t is not None and t.size != rows:
             raise ValueError(f"{name}: expected {rows} elements (one per row of x), got {t.shape}")
+        if t is not None:
+            t.check_contiguous()
     _check_vector(gt, "gamma", cols)
     if addt is not None:
         _check_same(addt, "add", xt, "x (add has dx's shape and dtype)", xt.dtype)
@@ -164,9 +180,7 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
     dx, dgamma = made[0], made[1]
     dbeta = made[2] if kind == "layernorm" else None
     if rows:
-        args = NormBwdArgs(
-            dyt, xt, mut, rst, gt, dx, addt, dgamma, dbeta, bool(zero_centered_gamma)
-        )
+        args = NormBwdArgs(dyt, xt, mut, rst, gt, dx, addt, dgamma, dbeta, zc)
         used = [dyt, xt, gt, dx] + ([addt] if addt is not None else [])
         pairs = [(t.alignment(), t.itemsize) for t in used]
         dispatch.run_norm(kind, key, call, args, rows, cols, pairs)

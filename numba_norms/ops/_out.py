@@ -2,9 +2,10 @@
 
 A provided output is ingested like an in-out argument (numpy arrays are staged and written
 back by ``Call.finish``), must have exactly the dtype and shape the call would allocate, a
-row layout the kernels can address (vectors: stride 1) and no memory in
-common with the call's inputs or its other outputs: the kernels read rows in several passes
-and across CTAs, so an output written over an input is not a defined in-place operation.
+row layout the kernels can address (vectors: stride 1; rows that do not overlap each other)
+and no memory in common with the call's inputs or its other outputs: the kernels read rows in
+several passes and across CTAs, so an output written over an input is not a defined in-place
+operation.
 """
 
 from __future__ import annotations
@@ -53,7 +54,12 @@ def output(
         raise TypeError(f"{label}: expected dtype {dtype}, got {t.dtype}")
     if t.shape != tuple(shape):
         raise ValueError(f"{label}: expected shape {tuple(shape)}, got {t.shape}")
-    t.rows_cols()  # rows of one pitch, contiguous columns (vectors: stride 1), else ValueError
+    rows, cols, pitch = t.rows_cols()  # rows of one pitch, contiguous columns, else ValueError
+    if rows > 1 and pitch < cols:
+        raise ValueError(
+            f"{label}: rows overlap (row stride {pitch} < {cols} columns); each output element "
+            "needs memory of its own"
+        )
     return t
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from .. import arrays, dispatch
-from ..backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
+from ..backends.common import SOFTMAX_SCALE_MAX, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _fast, _out
 
 __all__ = [
@@ -31,12 +33,16 @@ DTYPES = ("fp32", "fp16", "bf16")
 
 
 def _check_scale(scale: float) -> float:
+    if isinstance(scale, (str, bytes, bool, np.bool_)):  # float() would take "2" and True
+        raise TypeError(f"scale: expected a float, got {type(scale).__name__}")
     try:
         scale = float(scale)
     except (TypeError, ValueError):
         raise TypeError(f"scale: expected a float, got {type(scale).__name__}") from None
     if not math.isfinite(scale):
         raise ValueError(f"scale: expected a finite value, got {scale}")
+    if abs(scale) >= SOFTMAX_SCALE_MAX:  # scale * log2(e) is formed in fp32
+        raise ValueError(f"scale: expected |scale| < {SOFTMAX_SCALE_MAX:g} (fp32), got {scale}")
     return scale
 
 
@@ -90,6 +96,8 @@ def _backward(dy, y, scale, stream, out, *, ndim: int):
         raise ValueError(f"dy: expected shape {yt.shape} (as y), got {dyt.shape}")
     if dyt.dtype != yt.dtype:
         raise TypeError(f"dy: expected dtype {yt.dtype} (as y), got {dyt.dtype}")
+    if ndim == 3 and yt.shape[1] != yt.shape[2]:  # the upper-triangular pair, as its forward
+        raise ValueError(f"y: expected a square [attn_batches, sq, sq] input, got {yt.shape}")
     rows, cols, _ = yt.rows_cols()
     dyt.rows_cols()
     (dx,) = _out.outputs(call, out, [("dx", yt.shape, yt.dtype)], [dyt, yt])
