@@ -317,3 +317,27 @@ def test_precompile_workers_setting_is_checked(monkeypatch):
         precompile._workers()
     monkeypatch.setenv("NUMBA_NORMS_PRECOMPILE_WORKERS", "3")
     assert precompile._workers() == 3
+
+
+def test_the_key_tells_toolkit_nvvm_apart(monkeypatch, tmp_path):
+    """Wheels are known by their versions; an NVVM or libdevice from a toolkit (CUDA_HOME,
+    conda, the system) by path and size, so two toolkits never share cached cubins."""
+    from numba.cuda import cuda_paths
+
+    from numba_norms.backends.numba import _cubin
+
+    lib, bc = tmp_path / "libnvvm.so", tmp_path / "libdevice.10.bc"
+    lib.write_bytes(b"x" * 10)
+    bc.write_bytes(b"y" * 20)
+
+    def paths(by_nvvm, by_libdevice):
+        found = {"nvvm": (by_nvvm, str(lib)), "libdevice": (by_libdevice, str(bc))}
+        return {k: SimpleNamespace(by=b, info=p) for k, (b, p) in found.items()}
+
+    monkeypatch.setattr(cuda_paths, "get_cuda_paths", lambda: paths("site-packages", "System"))
+    assert _cubin._nvvm_files() == ["nvvm: wheel", f"libdevice: System {bc} 20"]
+    monkeypatch.setattr(cuda_paths, "get_cuda_paths", lambda: paths("CUDA_HOME", "CUDA_HOME"))
+    home = _cubin._nvvm_files()
+    assert home == [f"nvvm: CUDA_HOME {lib} 10", f"libdevice: CUDA_HOME {bc} 20"]
+    lib.write_bytes(b"x" * 11)  # another toolkit's library
+    assert _cubin._nvvm_files() != home

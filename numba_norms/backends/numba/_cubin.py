@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -71,8 +72,33 @@ def _tool_versions() -> str:
     defaults = cuda.jit(lambda: None).targetoptions
     return "\n".join(
         [f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}", *wheels, _linker_id()]
+        + _nvvm_files()
         + [f"{k}={defaults[k]!r}" for k in sorted(defaults)]
     )
+
+
+def _nvvm_files() -> list[str]:
+    """Where numba-cuda finds NVVM and libdevice. From a wheel, the versions above tell them;
+    from a toolkit (CUDA_HOME, conda, the system), its files' paths and sizes do. No mtimes:
+    a cache built on one machine serves another with the same tools."""
+    try:
+        from numba.cuda.cuda_paths import get_cuda_paths
+
+        paths = get_cuda_paths()
+    except Exception:  # no toolkit found: the compile itself will say so
+        return ["nvvm: not found"]
+    out = []
+    for name in ("nvvm", "libdevice"):
+        found = paths.get(name)
+        by, path = getattr(found, "by", None), getattr(found, "info", None)
+        if by in ("site-packages", "NVIDIA NVCC Wheel"):
+            out.append(f"{name}: wheel")
+            continue
+        try:
+            out.append(f"{name}: {by} {path} {os.path.getsize(path)}")
+        except (OSError, TypeError):
+            out.append(f"{name}: {by} {path!r}")
+    return out
 
 
 @functools.cache
