@@ -34,9 +34,11 @@ def _weight_for(op: str, weight: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """The weight in a dtype our kernels serve with ``x`` (TE has no fp32-weight/bf16-x kernel)."""
     combos = registry.supported_norm_dtypes(op)
     w, i = dtype_name(weight.dtype), dtype_name(x.dtype)
+    # contiguous: the kernels read the weight from its base pointer (a no-op for the usual
+    # parameter, a copy for a strided view of a larger one)
     if (w, i, w) in combos:
-        return weight
-    return weight.to(x.dtype)
+        return weight.contiguous()
+    return weight.to(x.dtype).contiguous()
 
 
 class _LayerNormFn(torch.autograd.Function):
@@ -44,7 +46,7 @@ class _LayerNormFn(torch.autograd.Function):
     def forward(ctx, x, weight, bias, eps, zero_centered):
         w = _weight_for("layernorm_fwd", weight, x)
         y, mu, rs = ops.layernorm_fwd(
-            x, w, bias.to(w.dtype), eps, zero_centered_gamma=zero_centered
+            x, w, bias.to(w.dtype).contiguous(), eps, zero_centered_gamma=zero_centered
         )
         ctx.save_for_backward(x, w, mu, rs)
         ctx.zero_centered = zero_centered

@@ -76,6 +76,23 @@ def test_fp32_weights_with_bf16_input_follow_autocast_habits():
     assert y.dtype == torch.bfloat16 and m.weight.grad.dtype == torch.float32
 
 
+def test_strided_weight_views_are_made_contiguous():
+    """A weight that is a strided view (every other element of a larger parameter) reaches the
+    kernels as a contiguous copy: the kernels take its base pointer alone."""
+    import torch.nn.functional as F
+
+    from numba_norms.torch import layer_norm, rms_norm
+
+    x = torch.randn(16, 256, device="cuda", dtype=torch.float32)
+    big = torch.randn(2, 512, device="cuda", dtype=torch.float32)
+    w, b = big[0, ::2], big[1, ::2]
+    assert not w.is_contiguous()
+    want = F.layer_norm(x.double(), (256,), w.double(), b.double(), 1e-5)
+    assert_close(layer_norm(x, w, b).cpu(), want.cpu(), "fp32", what="layer_norm")
+    want = F.rms_norm(x.double(), (256,), w.double(), 1e-5)
+    assert_close(rms_norm(x, w).cpu(), want.cpu(), "fp32", what="rms_norm")
+
+
 @pytest.mark.parametrize("variant", ["scaled", "masked", "upper_triang", "aligned_causal"])
 def test_softmax_functions_match_torch(variant):
     import numba_norms.torch as nt
