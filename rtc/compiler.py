@@ -477,8 +477,9 @@ def compile(
         mapped onto ``cuda.core.ProgramOptions`` (unknown flags raise ``ValueError``).
     defines : mapping, optional
         Macros: ``{"N": 4, "USE_X": None}`` (None defines the macro as 1).
-    include_dirs : sequence of path-like
-        Header search path. The contents of every file below them are part of the cache key.
+    include_dirs : path-like or sequence of path-like
+        Header search path, the only one (not the program name's directory). The contents of
+        every file below them are part of the cache key.
     std : str
         C++ dialect.
     cuda_headers : bool
@@ -495,7 +496,8 @@ def compile(
     CompileError
         If NVRTC rejects the program.
     RuntimeError
-        If ``arch`` is None and there is no GPU.
+        If ``arch`` is None and there is no GPU, or if headers below ``include_dirs`` changed
+        during each of three compiles.
     ValueError, FileNotFoundError
         For invalid arguments (bad arch, unknown flag, missing include directory).
 
