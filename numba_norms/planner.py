@@ -27,7 +27,9 @@ __all__ = [
     "PlanError",
     "RowPlan",
     "SoftmaxSpec",
+    "MAX_ROWS",
     "SCRATCH_ALIGN",
+    "check_rows",
     "cluster_size",
     "finalize_shape",
     "norm_plan",
@@ -46,6 +48,9 @@ STAGE_RESERVE = 1024
 # The kernels index columns with 32-bit ints: the longest row the streaming softmax kernels
 # serves leaves room for its column step (at most 2^17 columns a chunk) without overflow.
 STREAM_MAX_COLS = 2**31 - 2**20
+# Rows are counted in 32-bit ints on the device (row groups, trip counts, the last trip's row
+# indices run past `rows` by up to a grid step of ~2^21): calls take at most this many rows.
+MAX_ROWS = 2**30
 # Programmatic dependent launch (griddepcontrol: DeviceLimits.dependent_launch, the kernels'
 # prologue) needs compute capability 9.0; the CUDA C kernels test `__CUDA_ARCH__ >= 900`.
 DEPENDENT_LAUNCH_CC = (9, 0)
@@ -115,6 +120,15 @@ def cluster_size(ctas_per_row: int, limits: DeviceLimits) -> int:
 
 def _align(n: int, a: int = SCRATCH_ALIGN) -> int:
     return (n + a - 1) // a * a
+
+
+def check_rows(rows: int, name: str = "x") -> None:
+    """Raise ValueError for more rows than the kernels index (:data:`MAX_ROWS`)."""
+    if rows > MAX_ROWS:
+        raise ValueError(
+            f"{name}: {rows} rows; the kernels take at most {MAX_ROWS} rows a call "
+            "(32-bit row indices): split the call"
+        )
 
 
 def vector_elements(alignments_and_sizes: list[tuple[int, int]], limit: int) -> int:

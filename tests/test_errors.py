@@ -183,3 +183,22 @@ def test_unsupported_combination_message_lists_combinations():
         nn.layernorm_fwd(ones(4, 8, dtype=np.float16), ones(8), ones(8))
     text = str(info.value)
     assert "fp16/fp16/fp16" in text and "bf16/bf16/bf16" in text
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: nn.rmsnorm_fwd(ones(8, 8), ones(8)),
+        lambda: nn.layernorm_bwd(ones(8, 8), ones(8, 8), ones(8), ones(8), ones(8)),
+        lambda: nn.scaled_softmax_fwd(ones(1, 2, 4, 8), 1.0),
+        lambda: nn.scaled_upper_triang_masked_softmax_bwd(ones(2, 4, 4), ones(2, 4, 4), 1.0),
+    ],
+)
+def test_more_rows_than_the_kernels_index_are_refused(monkeypatch, call):
+    """The kernels count rows in 32-bit ints (a call may have at most planner.MAX_ROWS rows,
+    2**30): checked before anything is allocated, here with the limit lowered to 4."""
+    from numba_norms import planner
+
+    monkeypatch.setattr(planner, "MAX_ROWS", 4)
+    with pytest.raises(ValueError, match="8 rows; the kernels take at most 4"):
+        call()

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .. import arrays, dispatch, registry
+from .. import arrays, dispatch, planner, registry
 from ..backends.common import NormBwdArgs, NormFwdArgs
 from . import _fast, _out
 
@@ -104,6 +104,7 @@ def norm_fwd(
     rows, cols, _ = xt.rows_cols()
     if cols == 0:
         raise ValueError(f"x: hidden size (last dimension) must be > 0, got shape {xt.shape}")
+    planner.check_rows(rows)
     _check_vector(gt, "gamma", cols)
     if bt is not None:
         _check_vector(bt, "beta", cols, gt.dtype)
@@ -159,6 +160,7 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
     rows, cols, _ = xt.rows_cols()
     if cols == 0:
         raise ValueError(f"x: hidden size (last dimension) must be > 0, got shape {xt.shape}")
+    planner.check_rows(rows)
     _check_same(dyt, "dy", xt, "x")
     dyt.rows_cols()
     for t, name in ((mut, "mu"), (rst, "rsigma")):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import arrays, dispatch
+from .. import arrays, dispatch, planner
 from ..backends.common import SOFTMAX_SCALE_MAX, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _fast, _out
 
@@ -66,6 +66,7 @@ def _forward(variant: str, x, scale, stream, out, *, ndim: int, mask=None):
                 f"got {mt.shape}"
             )
     rows, cols, _ = xt.rows_cols()
+    planner.check_rows(rows)
     (y,) = _out.outputs(call, out, [("y", xt.shape, xt.dtype)], [xt, mt])
     if rows and cols:
         sq = xt.shape[-2]
@@ -99,6 +100,7 @@ def _backward(dy, y, scale, stream, out, *, ndim: int):
     if ndim == 3 and yt.shape[1] != yt.shape[2]:  # the upper-triangular pair, as its forward
         raise ValueError(f"y: expected a square [attn_batches, sq, sq] input, got {yt.shape}")
     rows, cols, _ = yt.rows_cols()
+    planner.check_rows(rows, "y")
     dyt.rows_cols()
     (dx,) = _out.outputs(call, out, [("dx", yt.shape, yt.dtype)], [dyt, yt])
     if rows and cols:
