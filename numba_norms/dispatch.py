@@ -7,11 +7,13 @@ cached per problem so a repeated call costs a dictionary lookup.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -75,10 +77,33 @@ def nvrtc_status() -> tuple[bool, str]:
     return _nvrtc_state
 
 
+def _env_reader():
+    """A cheap read of DISABLE_NVRTC's raw value (the torch fast path keys signatures on it).
+    ``os.environ.get`` encodes the name and decodes the value on every call (0.7 us of a 1.8 us
+    signature on the dev box); on POSIX CPython the mapping's own dict of bytes holds the same
+    values, updated by every ``os.environ`` assignment."""
+    data = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(data, dict):
+        name = os.fsencode("DISABLE_NVRTC")
+        return lambda: data.get(name)
+    return lambda: os.environ.get("DISABLE_NVRTC")
+
+
+nvrtc_switch = _env_reader()
+
+
 def choose_backend() -> BackendChoice:
     """The backend a call made now would use, and why."""
+    return _choose(nvrtc_switch())
+
+
+def _choose(switch: bytes | str | None) -> BackendChoice:
+    """The backend for DISABLE_NVRTC's raw value ``switch`` (as :data:`nvrtc_switch` reads it:
+    a launch records the value it was chosen by, so the fast path files it under that one)."""
     global _warned_fallback
-    if os.environ.get("DISABLE_NVRTC", "").strip().lower() in _TRUE:
+    if isinstance(switch, bytes):
+        switch = os.fsdecode(switch)
+    if (switch or "").strip().lower() in _TRUE:
         return BackendChoice("numba", "DISABLE_NVRTC is set")
     if simulator_enabled():
         return BackendChoice("numba", "Numba's CUDA simulator is on (NUMBA_ENABLE_CUDASIM=1)")
@@ -206,9 +231,8 @@ def _norm_plan(
         plan = planner.norm_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
         )
-    with _plan_lock:
-        _plan_cache[cache_key] = plan
-    return plan
+    with _plan_lock:  # a plan made meanwhile by another thread wins: one object a key
+        return _plan_cache.setdefault(cache_key, plan)
 
 
 def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, tensors) -> None:
@@ -217,16 +241,19 @@ def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, t
     ``tensors`` are the call's arrays whose alignment limits the vector width: a tuple of
     ``(alignment_bytes, itemsize)`` pairs.
     """
-    choice = choose_backend()
+    switch = nvrtc_switch()
+    choice = _choose(switch)
     mod = backend_module(choice.name, op)
     vec = tuple(tensors)
     plan = _norm_plan(choice.name, mod, key, rows, cols, vec, call.device)
-    args.scratch = _scratch(call, plan.scratch_bytes)
     launch = mod.backward if key.op.endswith("_bwd") else mod.forward
-    launch(plan, args, call.stream_handle)
+    with _scratch(call, plan.scratch_bytes) as args.scratch:
+        launch(plan, args, call.stream_handle)
     _local.backend = choice.name
-    # for the ops' fast path (ops/_fast.py): what ran, and the plan-cache entry it came from
-    _local.launch = (choice.name, plan, mod, (choice.name, call.device, key, rows, cols, vec))
+    # for the ops' fast path (ops/_fast.py): what ran, the plan-cache entry it came from and
+    # the DISABLE_NVRTC value it was chosen by
+    ck = (choice.name, call.device, key, rows, cols, vec)
+    _local.launch = (choice.name, plan, mod, ck, switch)
 
 
 def _softmax_plan(
@@ -263,42 +290,55 @@ def _softmax_plan(
         # cluster a row (the counter path): the same shape streams its second read from L2.
         plan = plan_of(dataclasses.replace(cfg, stage=False))
     with _plan_lock:
-        _plan_cache[cache_key] = plan
-    return plan
+        return _plan_cache.setdefault(cache_key, plan)
 
 
 def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: int, tensors):
     """Plan and launch one softmax kernel (``op`` is "softmax_fwd" or "softmax_bwd")."""
-    choice = choose_backend()
+    switch = nvrtc_switch()
+    choice = _choose(switch)
     mod = backend_module(choice.name, "softmax")
     vec = tuple(tensors)
     plan = _softmax_plan(choice.name, mod, op, variant, dtype, rows, cols, vec, call.device)
-    args.scratch = _scratch(call, plan.scratch_bytes)
     launch = mod.backward if op == "softmax_bwd" else mod.forward
-    launch(plan, args, call.stream_handle)
+    with _scratch(call, plan.scratch_bytes) as args.scratch:
+        launch(plan, args, call.stream_handle)
     _local.backend = choice.name
     ck = (choice.name, call.device, op, variant, dtype, rows, cols, vec)
-    _local.launch = (choice.name, plan, mod, ck)  # for the ops' fast path (ops/_fast.py)
+    _local.launch = (choice.name, plan, mod, ck, switch)  # for the ops' fast path
 
 
 # Grow-only scratch per (device, stream) for callers whose arrays have no caching allocator:
 # reuse on one stream is ordered by the stream itself, and a cudaMalloc/cudaFree per call would
-# both cost tens of microseconds and synchronise the device.
-_scratch_pool: dict[tuple, object] = {}
+# both cost tens of microseconds and synchronise the device. A call holds its buffer's lock
+# from taking it until its launches are queued: a backward's main kernel writes partial sums
+# that its finalize reads (rows of several CTAs: a counter reset, then the kernel), and another
+# thread's launches on the same stream must not fall in between.
+_scratch_pool: dict[tuple, tuple[object, threading.Lock]] = {}
 _scratch_lock = threading.Lock()
+# CU_STREAM_PER_THREAD: one handle, a different stream in each thread
+_PER_THREAD_STREAM = 2
 
 
-def _scratch(call, nbytes: int):
+@contextlib.contextmanager
+def _scratch(call, nbytes: int) -> Iterator[object]:
+    """The scratch of one call's launches (None when it needs none), held for the block."""
     if nbytes == 0:
-        return None
+        yield None
+        return
     if call.kind == "torch":
-        return call.scratch(nbytes)  # torch's caching allocator is stream-ordered already
+        yield call.scratch(nbytes)  # torch's caching allocator is stream-ordered already
+        return
     key = (call.device, call.stream_handle)
-    buf = _scratch_pool.get(key)
-    if buf is None or buf.size < nbytes:
-        with _scratch_lock:
-            buf = _scratch_pool.get(key)
-            if buf is None or buf.size < nbytes:
-                buf = call.scratch(max(nbytes, 1 << 20))
-                _scratch_pool[key] = buf
-    return buf
+    if call.stream_handle == _PER_THREAD_STREAM:
+        key += (threading.get_ident(),)
+    with _scratch_lock:
+        entry = _scratch_pool.get(key)
+        if entry is None:
+            entry = _scratch_pool[key] = (None, threading.Lock())
+    with entry[1]:
+        buf = _scratch_pool[key][0]
+        if buf is None or buf.size < nbytes:
+            buf = call.scratch(max(nbytes, 1 << 20))
+            _scratch_pool[key] = (buf, entry[1])
+        yield buf

@@ -87,3 +87,63 @@ def test_staged_softmax_entry_too_long_for_shared_memory_runs_unstaged(monkeypat
     assert plan.spec.config == dataclasses.replace(staged, stage=False)
     fits = dispatch._softmax_plan(*args, 64, 16384, ((256, 2),), 0)
     assert fits.spec.config.stage and fits.shared_bytes == 32768
+
+
+def test_a_plan_made_meanwhile_by_another_thread_is_the_one_returned(h200):
+    """Two threads planning one problem keep one plan object: the torch fast path checks its
+    remembered plan by identity against the cache."""
+    cache_key = ("nvrtc", 0, KEY, 16384, 4096, ((256, 2),))
+    first = []
+
+    def occupancy(spec):  # the other thread's plan lands while this one is being made
+        if not first:
+            first.append(
+                dispatch._norm_plan(
+                    "nvrtc", _backend(lambda s: 2), KEY, 16384, 4096, ((256, 2),), 0
+                )
+            )
+        return 2
+
+    plan = dispatch._norm_plan("nvrtc", _backend(occupancy), KEY, 16384, 4096, ((256, 2),), 0)
+    assert plan is first[0] is dispatch._plan_cache[cache_key]
+
+
+class _PoolCall:
+    """A call of a kind without a caching allocator (numpy, Numba, CuPy) on ``stream``."""
+
+    kind, device = "numba", 0
+
+    def __init__(self, stream: int):
+        self.stream_handle = stream
+
+    def scratch(self, nbytes: int):
+        return types.SimpleNamespace(size=nbytes)
+
+
+def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(monkeypatch):
+    """A backward's main kernel writes partial sums its finalize reads: another thread's
+    launches on the same stream must not come in between, so the pooled buffer is held for the
+    call's launches. The per-thread default stream (handle 2) is a different stream in each
+    thread: a buffer each."""
+    import threading
+
+    monkeypatch.setattr(dispatch, "_scratch_pool", {})
+    got = []
+
+    def other(stream):
+        with dispatch._scratch(_PoolCall(stream), 64) as buf:
+            got.append((stream, buf))
+
+    with dispatch._scratch(_PoolCall(0), 64) as mine:
+        same = threading.Thread(target=other, args=(0,))
+        same.start()
+        own = threading.Thread(target=other, args=(2,))
+        own.start()
+        own.join(5)
+        same.join(0.3)
+        assert same.is_alive()  # waits for this call
+        assert [s for s, _ in got] == [2] and got[0][1] is not mine
+    same.join(5)
+    assert got[1] == (0, mine)  # then has the same buffer
+    with dispatch._scratch(_PoolCall(0), 0) as none:
+        assert none is None

@@ -442,3 +442,61 @@ def test_softmax_outputs_given(sm_env):
     dx_over_dy = tensor((2, 4, 16, 1024), torch.bfloat16, 0x30000000)
     with pytest.raises(ValueError, match=r"out \(dx\): shares memory with dy"):
         nn.scaled_softmax_bwd(dy, ys[1], 2.0, out=dx_over_dy)
+
+
+def test_backward_scratch_lives_until_its_launches_are_queued(env, monkeypatch):
+    """The partial sums' scratch comes from torch's caching allocator: dropped before the
+    launches, its block could go to another thread's tensor on the same stream first."""
+    import weakref
+
+    torch, drv, general, tensor = env
+    dy, x = tensor((8, 4096), torch.bfloat16, 0x10000), tensor((8, 4096), torch.bfloat16, 0x50000)
+    rs, g = tensor((8,), torch.float32, 0x70000), tensor((4096,), torch.bfloat16, 0x20000)
+    nn.rmsnorm_bwd(dy, x, rs, g)  # remembered
+    scratch = []
+    real_empty, real_launch = _fast._empty, drv.cuLaunchKernelEx
+
+    def empty(*size, dtype, device):
+        t = real_empty(*size, dtype=dtype, device=device)
+        if dtype is torch.uint8:
+            scratch.append(weakref.ref(t))
+        return t
+
+    alive = []
+
+    def launch(*a):
+        alive.append([r() is not None for r in scratch])
+        return real_launch(*a)
+
+    monkeypatch.setattr(_fast, "_empty", empty)
+    monkeypatch.setattr(drv, "cuLaunchKernelEx", launch)
+    nn.rmsnorm_bwd(dy, x, rs, g)
+    assert len(general) == 1 and len(scratch) == 1
+    assert alive == [[True], [True]]  # at the main kernel's launch and at the finalize's
+
+
+def test_a_switch_flipped_during_the_launch_files_the_signature_by_the_old_value(env, monkeypatch):
+    """DISABLE_NVRTC set by another thread between the backend's choice and the signature's
+    filing: the signature goes under the value the backend was chosen by, so the next call
+    with DISABLE_NVRTC set does not repeat an NVRTC launch."""
+    import os
+
+    torch, drv, general, tensor = env
+    x = tensor((8, 4096), torch.bfloat16, 0x10000)
+    g, b = tensor((4096,), torch.bfloat16, 0x20000), tensor((4096,), torch.bfloat16, 0x30000)
+    mod = dispatch.backend_module("nvrtc", "layernorm")
+    real_forward = mod.forward
+
+    def flipping(*a, **kw):
+        os.environ["DISABLE_NVRTC"] = "1"
+        return real_forward(*a, **kw)
+
+    monkeypatch.setattr(mod, "forward", flipping)
+    try:
+        nn.layernorm_fwd(x, g, b)
+    finally:
+        os.environ.pop("DISABLE_NVRTC", None)
+    (key,) = _fast._fwd
+    assert key[1] is None  # unset when NVRTC was chosen
+    nn.layernorm_fwd(x, g, b)  # unset again: the remembered NVRTC launch repeats
+    assert len(general) == 1 and len(drv.launches) == 2

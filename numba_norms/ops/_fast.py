@@ -15,7 +15,6 @@ scratch, which such a call takes fresh from torch's allocator as the general pat
 from __future__ import annotations
 
 import math
-import os
 import sys
 import threading
 from typing import Any
@@ -53,19 +52,8 @@ _uint8: Any = None
 _float32: Any = None
 
 
-def _env_reader():
-    """A cheap read of DISABLE_NVRTC for the signature (its raw value: the general path
-    interprets it). ``os.environ.get`` encodes the name and decodes the value on every call
-    (0.7 us of a 1.8 us signature on the dev box); on POSIX CPython the mapping's own dict of
-    bytes holds the same values, updated by every ``os.environ`` assignment."""
-    data = getattr(os.environ, "_data", None)
-    if os.name == "posix" and isinstance(data, dict):
-        name = os.fsencode("DISABLE_NVRTC")
-        return lambda: data.get(name)
-    return lambda: os.environ.get("DISABLE_NVRTC")
-
-
-_nvrtc_switch = _env_reader()
+_nvrtc_switch = dispatch.nvrtc_switch  # DISABLE_NVRTC's raw value, read per call
+_NOW = object()  # key functions: read the switch now (lookups) rather than take a recorded one
 
 
 def clear() -> None:
@@ -97,10 +85,11 @@ def _bind_torch() -> bool:
 def _last_launch(
     rows: int, cols: int, barrier_free: bool = True, cluster_rows: bool = False
 ) -> tuple | None:
-    """(backend, plan, backend module, plan-cache key) of the general-path launch this thread
-    just made, if the fast path can repeat it: rows to run, torch bound, no scratch (or, with
-    ``barrier_free`` False, scratch but one CTA a row; with ``cluster_rows``, also rows of
-    several CTAs launched as one cluster: scratch but no barrier counters to zero)."""
+    """(backend, plan, backend module, plan-cache key, DISABLE_NVRTC value) of the launch
+    this thread just made, if the fast path can repeat it: rows to run, torch bound, no
+    scratch (or, with ``barrier_free`` False, scratch but one CTA a row; with
+    ``cluster_rows``, also rows of several CTAs launched as one cluster: scratch but no
+    barrier counters to zero)."""
     last = getattr(dispatch._local, "launch", None)
     dispatch._local.launch = None
     if last is None or rows == 0 or cols == 0:
@@ -217,12 +206,14 @@ def _vector(given: Any, ptr: int, n: int, dtype: Any, dev: Any) -> tuple:
 # --------------------------------------------------------------------------------------------
 
 
-def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out) -> tuple:
-    """(signature, input addresses, output addresses): each address read once a call."""
+def _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out, switch=_NOW) -> tuple:
+    """(signature, input addresses, output addresses): each address read once a call
+    (``switch``: the DISABLE_NVRTC value a remembered launch was chosen by)."""
     ins = (x.data_ptr(), gamma.data_ptr(), 0 if beta is None else beta.data_ptr())
     optrs, osig = _out_parts(out)
     key = (
-        kind, _nvrtc_switch(), (ins[0] | ins[1] | ins[2]) & 15, _sig(x), _sig(gamma),
+        kind, _nvrtc_switch() if switch is _NOW else switch, (ins[0] | ins[1] | ins[2]) & 15,
+        _sig(x), _sig(gamma),
         None if beta is None else _sig(beta), out_dtype, zero_centered_gamma, osig,
     )  # fmt: skip
     return key, ins, optrs
@@ -270,12 +261,12 @@ def remember_fwd(
     last = _last_launch(rows, cols)
     if last is None:
         return
-    backend, plan, mod, ck = last
+    backend, plan, mod, ck, switch = last
     y = outs[0]
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
         return
     try:
-        key = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out)[0]
+        key = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out, switch)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
@@ -294,7 +285,7 @@ def remember_fwd(
 # --------------------------------------------------------------------------------------------
 
 
-def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple:
+def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out, switch=_NOW) -> tuple:
     """(signature, input addresses, output addresses)."""
     ins = (
         dy.data_ptr(), x.data_ptr(), 0 if mu is None else mu.data_ptr(), rsigma.data_ptr(),
@@ -302,7 +293,8 @@ def _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple:
     )  # fmt: skip
     optrs, osig = _out_parts(out)
     key = (
-        kind, _nvrtc_switch(), (ins[0] | ins[1] | ins[2] | ins[3] | ins[4]) & 15, _sig(dy),
+        kind, _nvrtc_switch() if switch is _NOW else switch,
+        (ins[0] | ins[1] | ins[2] | ins[3] | ins[4]) & 15, _sig(dy),
         _sig(x), None if mu is None else _sig(mu), _sig(rsigma), _sig(gamma),
         zero_centered_gamma, osig,
     )  # fmt: skip
@@ -335,7 +327,10 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple 
     dbeta, dbp_out = (
         _vector(given[2], optrs[2], cols, g_dtype, dev) if kind == "layernorm" else _ABSENT
     )
-    base = _empty(scratch_bytes, dtype=_uint8, device=dev).data_ptr()
+    # held until the launches are queued: freed earlier, torch could hand the block to
+    # another thread's tensor on this stream before the kernels write their partial sums
+    scratch = _empty(scratch_bytes, dtype=_uint8, device=dev)
+    base = scratch.data_ptr()
     dgp = base + part[0]
     dbp = 0 if kind != "layernorm" else base + part[1]
     stream = _raw_stream(index)
@@ -345,6 +340,7 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out) -> tuple 
         dx_s, 0, zc, 0, 0,
     )  # fmt: skip
     fin(stream, dgp, dbp, dgp_out, dbp_out, partial_rows, cols)
+    del scratch
     dispatch._local.backend = backend
     return (dx, dgamma, dbeta) if kind == "layernorm" else (dx, dgamma)
 
@@ -357,12 +353,12 @@ def remember_bwd(
     last = _last_launch(rows, cols, barrier_free=False)  # the partials live in scratch
     if last is None:
         return
-    backend, plan, mod, ck = last
+    backend, plan, mod, ck, switch = last
     dx = outs[0]
     if not isinstance(x, _tensor_type) or dx.data_ptr() & 15:
         return
     try:
-        key = _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out)[0]
+        key = _bwd_key(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, out, switch)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
@@ -406,23 +402,24 @@ def _one_out(out: Any) -> tuple[int, tuple | None]:
     return p, (_sig(out), p & 15)
 
 
-def _sm_fwd_key(variant: str, x, mask, out) -> tuple:
+def _sm_fwd_key(variant: str, x, mask, out, switch=_NOW) -> tuple:
     """(signature, [out, x, mask] addresses)."""
     xp = x.data_ptr()
     mp = 0 if mask is None else mask.data_ptr()
     op, osig = _one_out(out)
     key = (
-        variant, _nvrtc_switch(), (xp | mp) & 15, _sig(x), None if mask is None else _sig(mask),
-        osig,
+        variant, _nvrtc_switch() if switch is _NOW else switch, (xp | mp) & 15, _sig(x),
+        None if mask is None else _sig(mask), osig,
     )  # fmt: skip
     return key, [op, xp, mp]
 
 
-def _sm_bwd_key(dy, y, ndim: int, out) -> tuple:
+def _sm_bwd_key(dy, y, ndim: int, out, switch=_NOW) -> tuple:
     """(signature, [out, dy, y] addresses)."""
     dyp, yp = dy.data_ptr(), y.data_ptr()
     op, osig = _one_out(out)
-    return (ndim, _nvrtc_switch(), (dyp | yp) & 15, _sig(dy), _sig(y), osig), [op, dyp, yp]
+    switch = _nvrtc_switch() if switch is _NOW else switch
+    return (ndim, switch, (dyp | yp) & 15, _sig(dy), _sig(y), osig), [op, dyp, yp]
 
 
 def _softmax_output(out: Any, like: Any, pairs: tuple, ptrs: list) -> Any:
@@ -441,14 +438,15 @@ def _stats_scratch(plan: Any) -> tuple[int, int] | None:
     return (plan.scratch_bytes, plan.stats_offset) if plan.ctas_per_row > 1 else None
 
 
-def _stats(stats: tuple[int, int] | None, device: Any) -> int:
-    """Address of fresh statistics scratch for a remembered cluster plan (0: none needed).
-
-    Stream-ordered like the general path's: torch's caching allocator reuses the block only
-    after this stream's launch, and the kernel writes every slot before it reads it."""
+def _stats(stats: tuple[int, int] | None, device: Any) -> tuple[Any, int]:
+    """(tensor, address) of fresh statistics scratch for a remembered cluster plan ((None, 0):
+    none needed). The caller holds the tensor until its launch is queued; freed after that,
+    torch's caching allocator reuses the block only for work ordered after the launch. The
+    kernel writes every slot before it reads it."""
     if stats is None:
-        return 0
-    return _empty(stats[0], dtype=_uint8, device=device).data_ptr() + stats[1]
+        return None, 0
+    t = _empty(stats[0], dtype=_uint8, device=device)
+    return t, t.data_ptr() + stats[1]
 
 
 def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
@@ -466,10 +464,12 @@ def run_softmax_fwd(variant: str, x, mask, scale, out) -> Any:
     y = _softmax_output(out, x, spans, ptrs)
     if y is None:
         return None
+    held, stats_ptr = _stats(stats, x.device)
     fire(
         _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, xs, ys, ms, sq, heads,
-        mask_batch, scale, _stats(stats, x.device), 0,
+        mask_batch, scale, stats_ptr, 0,
     )  # fmt: skip
+    del held
     dispatch._local.backend = backend
     return y
 
@@ -480,13 +480,13 @@ def remember_softmax_fwd(variant: str, x, mask, out, y, yt, xt, mt, rows: int, c
     last = _last_launch(rows, cols, cluster_rows=True)
     if last is None:
         return
-    backend, plan, mod, ck = last
+    backend, plan, mod, ck, switch = last
     if not isinstance(x, _tensor_type) or y.data_ptr() & 15:
         return
     if out is None and not x.is_contiguous():
         return  # y is allocated like x
     try:
-        key = _sm_fwd_key(variant, x, mask, out)[0]
+        key = _sm_fwd_key(variant, x, mask, out, switch)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
@@ -517,10 +517,12 @@ def run_softmax_bwd(dy, y, scale, ndim: int, out) -> Any:
     dx = _softmax_output(out, y, spans, ptrs)
     if dx is None:
         return None
+    held, stats_ptr = _stats(stats, y.device)
     fire(
         _raw_stream(index), ptrs[1], ptrs[2], ptrs[0], rows, cols, dys, ys, dxs, scale,
-        _stats(stats, y.device), 0,
+        stats_ptr, 0,
     )  # fmt: skip
+    del held
     dispatch._local.backend = backend
     return dx
 
@@ -531,13 +533,13 @@ def remember_softmax_bwd(dy, y, out, dx, dxt, dyt, yt, rows: int, cols: int, ndi
     last = _last_launch(rows, cols, cluster_rows=True)
     if last is None:
         return
-    backend, plan, mod, ck = last
+    backend, plan, mod, ck, switch = last
     if not isinstance(y, _tensor_type) or dx.data_ptr() & 15:
         return
     if out is None and not y.is_contiguous():
         return  # dx is allocated like y
     try:
-        key = _sm_bwd_key(dy, y, ndim, out)[0]
+        key = _sm_bwd_key(dy, y, ndim, out, switch)[0]
         hash(key)
     except (TypeError, RuntimeError, AttributeError):
         return
