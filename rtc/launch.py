@@ -177,8 +177,10 @@ class Kernel:
         if v is None:
             if key[1] > self._smem_limit:
                 self.set_max_dynamic_shared_memory(key[1])
-            v = int(self.handle.occupancy.max_active_blocks_per_multiprocessor(key[0], key[1]))
-            self._occ[key] = v
+            # under the lock that a limit change clears the answers under: none stored is stale
+            with self._lock:
+                v = int(self.handle.occupancy.max_active_blocks_per_multiprocessor(*key))
+                self._occ[key] = v
         return v
 
     def max_active_clusters(self, cluster: int, block_size: int, dynamic_smem: int = 0) -> int:
@@ -219,9 +221,10 @@ class Kernel:
             cfg.sharedMemBytes = smem
             cfg.attrs = [_cluster_attribute(int(cluster))]
             cfg.numAttrs = 1
-            err, n = _driver.cuOccupancyMaxActiveClusters(fn, cfg)
-            v = int(n) if int(err) == 0 else 0
-            self._occ[key] = v
+            with self._lock:  # as occupancy()
+                err, n = _driver.cuOccupancyMaxActiveClusters(fn, cfg)
+                v = int(n) if int(err) == 0 else 0
+                self._occ[key] = v
         return v
 
 
