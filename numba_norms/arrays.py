@@ -141,7 +141,13 @@ def _lookup_dtype(dtype_like: Any) -> tuple[str | None, str]:
             if key.startswith(prefix):
                 key = key[len(prefix) :]
                 break
-        return _ALIASES.get(key), dtype_like
+        name = _ALIASES.get(key)
+        if name is None:  # numpy's spellings: "f4", "<f2", "float32", ...
+            try:
+                name = _DTYPE_CACHE.get(np.dtype(dtype_like.strip()))
+            except TypeError:
+                pass
+        return name, dtype_like
     mod = type(dtype_like).__module__ or ""
     if mod.startswith("torch"):  # torch.dtype: str() is "torch.bfloat16"
         display = str(dtype_like).removeprefix("torch.")
@@ -526,6 +532,12 @@ def reinterpret(obj: Any, dtype: Any) -> Any:
 
 _KINDS: dict[type, str] = {}
 
+_KIND_WORDS = {
+    "numba": "Numba device array",
+    "torch": "torch tensor",
+    "cupy": "CuPy array",
+    "foreign": "DLPack / CUDA Array Interface array",
+}
 _EXPECTED_ARRAY = (
     "expected an array (numpy array, Numba device array, torch tensor, CuPy array, or an "
     "object with __dlpack__ or __cuda_array_interface__)"
@@ -680,7 +692,10 @@ def _check_meta(
 ) -> None:
     if dt is None or (dtypes is not None and dt not in dtypes):
         allowed = ", ".join(dtypes) if dtypes is not None else _SUPPORTED_MSG
-        raise TypeError(f"{name}: expected dtype one of {allowed}; got {display}")
+        hint = ""
+        if display == "uint16":  # how Numba holds bf16 (our own bf16 outputs included)
+            hint = " (bf16 held as uint16: numba_norms.arrays.reinterpret(a, 'bf16'))"
+        raise TypeError(f"{name}: expected dtype one of {allowed}; got {display}{hint}")
     if ndim is not None and nd != ndim:
         raise ValueError(f"{name}: expected {ndim} dimensions; got {nd} (shape {tuple(shape)})")
     if min_ndim is not None and nd < min_ndim:
@@ -775,6 +790,7 @@ class Call:
         "_first_name",
         "_host_name",
         "_device_name",
+        "_device_kind",
         "_staged",
         "_alloc_ctx",
         "_torch_device",
@@ -790,6 +806,7 @@ class Call:
         self._first_name: str | None = None
         self._host_name: str | None = None
         self._device_name: str | None = None
+        self._device_kind: str | None = None
         self._staged: list[tuple[Tensor, _Staged]] = []
         self._alloc_ctx: Any = None
         self._torch_device: Any = None
@@ -911,7 +928,7 @@ class Call:
         elif kind == "cupy":
             t = self._from_cupy(obj, name, forced, dtypes, ndim, min_ndim)
         else:
-            t = self._from_foreign(obj, name, forced, dtypes, ndim, min_ndim)
+            t = self._from_foreign(obj, name, forced, dtypes, ndim, min_ndim, writes)
 
         if kind != "numpy":
             device = t.device
@@ -940,8 +957,14 @@ class Call:
         else:
             if self._device_name is None:
                 self._device_name = name
+                self._device_kind = kind
             if self._host_name is not None:
                 host, dev = self._host_name, name
+            elif kind != self._device_kind:  # outputs and the stream follow the first one
+                raise ValueError(
+                    f"{name} is a {_KIND_WORDS[kind]} but {self._device_name} is a "
+                    f"{_KIND_WORDS[self._device_kind]}; pass arrays of one kind"
+                )
             else:
                 return
         raise ValueError(
@@ -952,6 +975,10 @@ class Call:
     @staticmethod
     def _dtype_of(dtype: Any, nbytes: int, forced: str | None, name: str) -> tuple[str | None, str]:
         if forced is not None:
+            if isinstance(dtype, np.dtype) and not dtype.isnative:
+                raise TypeError(
+                    f"{name}: cannot reinterpret elements in non-native byte order ({dtype.str})"
+                )
             if _ITEMSIZE[forced] != nbytes:
                 raise TypeError(
                     f"{name}: cannot reinterpret {nbytes}-byte elements as {forced} "
@@ -994,6 +1021,11 @@ class Call:
         return t
 
     def _from_numpy(self, obj, name, forced, dtypes, ndim, min_ndim, writes) -> Tensor:
+        if isinstance(obj, np.ma.MaskedArray):
+            raise TypeError(
+                f"{name}: numpy masked arrays are not supported (the mask would be ignored); "
+                "pass a.filled(value) or a.data"
+            )
         dtype = obj.dtype
         dt, display = self._dtype_of(dtype, dtype.itemsize, forced, name)
         _check_meta(name, dt, display, obj.ndim, obj.shape, dtypes, ndim, min_ndim)
@@ -1038,15 +1070,18 @@ class Call:
             "cupy",
         )
 
-    def _from_foreign(self, obj, name, forced, dtypes, ndim, min_ndim) -> Tensor:
-        ptr, shape, strides, dtype, device, accessible = _view_foreign(obj, self.stream_handle)
+    def _from_foreign(self, obj, name, forced, dtypes, ndim, min_ndim, writes) -> Tensor:
+        view = _view_foreign(obj, self.stream_handle, name)
+        ptr, shape, strides, dtype, device, accessible, readonly = view
         if not accessible:
             raise ValueError(
                 f"{name}: {type(obj).__name__} array is in host memory; pass a numpy array or "
                 "a device array"
             )
-        if dtype is None:
-            dt, display = (forced, forced) if forced is not None else (None, "unknown")
+        if writes and readonly:
+            raise ValueError(f"{name}: array is read-only but the operation writes it")
+        if dtype is None:  # reinterpreting needs the element size, which is unknown here
+            dt, display = None, "a dtype numpy cannot describe"
         else:
             dt, display = self._dtype_of(dtype, dtype.itemsize, forced, name)
         _check_meta(name, dt, display, len(shape), shape, dtypes, ndim, min_ndim)
@@ -1139,9 +1174,23 @@ class Call:
     def fill_zero(self, t: Tensor) -> None:
         """Zero an output on the call's stream (where no kernel runs, e.g. gradients of 0 rows)."""
         if t.kind == "torch":
-            t.obj.zero_()
+            torch = sys.modules["torch"]
+            ctx = self._torch_alloc_context(torch)  # the call's stream, as for its outputs
+            if ctx is not False:
+                with torch.cuda.stream(ctx):
+                    t.obj.zero_()
+            else:
+                t.obj.zero_()
         elif t.kind == "cupy":
-            t.obj.fill(0)
+            cupy = sys.modules["cupy"]
+            handle = self.stream_handle
+            with self._cupy_device:
+                if handle == _cupy_current_stream(cupy):
+                    t.obj.fill(0)
+                else:
+                    s = cupy.cuda.Stream.null if handle == 0 else cupy.cuda.ExternalStream(handle)
+                    with s:
+                        t.obj.fill(0)
         else:
             arr = t.as_numba()
             arr.copy_to_device(np.zeros(arr.shape, arr.dtype), stream=self.numba_stream)
@@ -1198,13 +1247,14 @@ def _cupy_alloc(cupy: Any, shape: tuple[int, ...], dt: str) -> Any:
     return out
 
 
-def _view_foreign(obj: Any, stream_handle: int) -> tuple:
+def _view_foreign(obj: Any, stream_handle: int, name: str = "array") -> tuple:
     """Describe an object exporting ``__dlpack__`` / ``__cuda_array_interface__``.
 
-    Returns ``(ptr, shape, strides_elements, numpy dtype or None, device_id, device_accessible)``
-    read through ``cuda.core.utils.StridedMemoryView``. The consumer stream is the call's (0 is
-    passed as 1, the legacy default stream, as DLPack requires); host (kDLCPU) exporters get no
-    stream.
+    Returns ``(ptr, shape, strides_elements, numpy dtype or None, device_id, device_accessible,
+    readonly)`` read through ``cuda.core.utils.StridedMemoryView``. The consumer stream is the
+    call's (0 is passed as 1, the legacy default stream, as DLPack requires); host (kDLCPU)
+    exporters get no stream. What cuda.core cannot read (CUDA Array Interface before v3, a
+    mask, an unsupported device) is a TypeError naming ``name``.
     """
     from cuda.core.utils import StridedMemoryView
 
@@ -1212,7 +1262,10 @@ def _view_foreign(obj: Any, stream_handle: int) -> tuple:
     dl_device = getattr(obj, "__dlpack_device__", None)
     if dl_device is not None and int(dl_device()[0]) == 1:  # kDLCPU: no stream to order
         consumer = -1
-    view = StridedMemoryView.from_any_interface(obj, stream_ptr=consumer)
+    try:
+        view = StridedMemoryView.from_any_interface(obj, stream_ptr=consumer)
+    except (BufferError, NotImplementedError) as exc:
+        raise TypeError(f"{name}: {type(obj).__name__} array cannot be read: {exc}") from exc
     shape = tuple(view.shape)
     strides = view.strides
     strides = _c_strides(shape) if strides is None else tuple(strides)
@@ -1227,4 +1280,5 @@ def _view_foreign(obj: Any, stream_handle: int) -> tuple:
         dtype,
         int(view.device_id),
         bool(view.is_device_accessible),
+        bool(getattr(view, "readonly", False)),
     )

@@ -270,10 +270,50 @@ class _HostDLPack:
 def test_foreign_view_through_strided_memory_view():
     base = np.zeros((4, 8), np.float16)
     x = base[:, ::2]
-    ptr, shape, strides, dtype, device, accessible = A._view_foreign(_HostDLPack(x), 0)
+    view = A._view_foreign(_HostDLPack(x), 0)
+    ptr, shape, strides, dtype, device, accessible, readonly = view
     assert ptr == x.ctypes.data
     assert shape == (4, 4) and strides == (8, 2)
-    assert dtype == np.float16 and device == -1 and accessible is False
+    assert dtype == np.float16 and device == -1 and accessible is False and readonly is False
+
+
+F32_DTYPE = np.dtype(np.float32)
+
+
+def _device_view(dtype=F32_DTYPE, readonly=False):
+    """What _view_foreign would say of a (4, 8) device array (no GPU needed past it)."""
+    return lambda obj, handle, name="array": (0x10000, (4, 8), (8, 1), dtype, 0, True, readonly)
+
+
+def test_read_only_foreign_arrays_are_read_but_never_written(monkeypatch):
+    monkeypatch.setattr(A, "_view_foreign", _device_view(readonly=True))
+    obj = _HostDLPack(np.zeros((4, 8), np.float32))
+    assert Call().input(obj, "x").ptr == 0x10000
+    with pytest.raises(ValueError, match="^out: array is read-only but the operation writes it"):
+        Call().inout(obj, "out")
+
+
+def test_foreign_dtype_unknown_is_not_reinterpreted(monkeypatch):
+    """Without the element size the strides cannot be checked against the forced dtype."""
+    monkeypatch.setattr(A, "_view_foreign", _device_view(dtype=None))
+    obj = _HostDLPack(np.zeros((4, 8), np.float32))
+    with pytest.raises(TypeError, match="^x: expected dtype .* numpy cannot describe"):
+        Call().input(A.reinterpret(obj, "fp16"), "x", dtypes=("fp16",))
+
+
+def test_foreign_arrays_cuda_core_cannot_read_name_the_argument():
+    class CAI:
+        def __init__(self, **kw):
+            self.__cuda_array_interface__ = {
+                "shape": (4,), "typestr": "<f4", "data": (0x7F0000000000, False), "version": 3,
+            } | kw  # fmt: skip
+
+    for obj, why in [
+        (CAI(version=2), "only CUDA Array Interface v3 or above"),
+        (CAI(mask=CAI(typestr="|b1")), "mask is not supported"),
+    ]:
+        with pytest.raises(TypeError, match=f"^gamma: CAI array cannot be read: {why}"):
+            Call().input(obj, "gamma")
 
 
 def test_foreign_host_array_rejected():
@@ -552,7 +592,10 @@ def test_dev_numba_device_arrays():
     assert y is o.obj and y.dtype == np.uint16  # numba outputs carry the storage dtype
     np.testing.assert_array_equal(y.copy_to_host().view(ml_dtypes.bfloat16), x)
     # storage arrays are plain uint16 unless reinterpreted
-    with pytest.raises(TypeError, match="^y: expected dtype one of .*; got uint16$"):
+    with pytest.raises(
+        TypeError,
+        match=r"^y: expected dtype one of .*; got uint16 \(bf16 held as uint16: .*bf16'\)\)$",
+    ):
         Call().input(y, "y")
     assert Call().input(A.reinterpret(y, "bf16"), "y").dtype == "bf16"
     assert Call().input(y.view(ml_dtypes.bfloat16), "y").dtype == "bf16"
@@ -649,3 +692,45 @@ def test_torch_outputs_follow_an_explicit_stream(monkeypatch):
     c.input(x, "x")
     c.output((2,), "fp16", "y")
     assert log[0] == ("enter", ("default", 0))
+
+
+def test_torch_zero_fill_follows_an_explicit_stream(monkeypatch):
+    """Outputs no kernel writes (gradients of zero rows) are zeroed on the call's stream."""
+    torch, log = _fake_torch(monkeypatch)
+    monkeypatch.setattr(torch.Tensor, "zero_", lambda self: log.append(("zero_",)), raising=False)
+    dev = FakeTorchDevice("cuda", 0)
+    x = torch.Tensor((4, 16), (16, 1), torch.float32, dev, 0x7000)
+    c = Call(stream=0x4440)
+    c.input(x, "x")
+    t = c.output((16,), "fp32", "dgamma")
+    log.clear()
+    c.fill_zero(t)
+    assert log == [("enter", ("external", 0x4440)), ("zero_",), ("exit", ("external", 0x4440))]
+
+
+def test_arrays_read_wrongly_if_taken_are_refused():
+    """Checked before anything is staged (no device needed): a reinterpreted array in
+    non-native byte order, a numpy masked array (its mask would be ignored); a uint16 array
+    (how Numba holds bf16) is refused with the way to mark it."""
+    with pytest.raises(TypeError, match="^x: cannot reinterpret elements in non-native byte"):
+        Call().input(A.reinterpret(np.ones(4, ">f4"), "fp32"), "x")
+    with pytest.raises(TypeError, match="^x: numpy masked arrays are not supported"):
+        Call().input(np.ma.masked_array(np.ones(4, np.float32), [0, 1, 0, 0]), "x")
+    with pytest.raises(TypeError, match=re.escape("reinterpret(a, 'bf16')")):
+        Call().input(np.zeros(4, np.uint16), "x", dtypes=("bf16",))
+
+
+def test_numpy_dtype_spellings_are_names_too():
+    assert [A.dtype_name(s) for s in ("f4", "<f2", "float16")] == ["fp32", "fp16", "fp16"]
+    with pytest.raises(TypeError, match="unsupported dtype '>f4'"):
+        A.dtype_name(">f4")
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="simulator arrays")
+def test_one_device_kind_a_call(monkeypatch):
+    """Outputs and the stream follow the first array's kind: a second kind is refused."""
+    monkeypatch.setattr(A, "_view_foreign", _device_view())
+    c = Call()
+    c.input(cuda.to_device(np.zeros((4, 8), np.float32)), "x")
+    with pytest.raises(ValueError, match="^gamma is a DLPack / CUDA Array Interface array but x "):
+        c.input(_HostDLPack(np.zeros((4, 8), np.float32)), "gamma")

@@ -187,3 +187,17 @@ def test_softmax_backward_in_place_over_dy_is_refused():
     dy, y = ones(1, 1, 2, 8), ones(1, 1, 2, 8)
     with pytest.raises(ValueError, match=r"out \(dx\): shares memory with dy"):
         nn.scaled_softmax_bwd(dy, y, 1.0, out=dy)
+
+
+def test_interleaved_views_of_one_buffer_share_no_memory():
+    """y beside x in the same rows of one buffer: the address ranges overlap, no element is
+    shared; numpy's exact test lets it through, and the columns of x stay as they were."""
+    rng = np.random.default_rng(7)
+    buf = rand((4, 32), "fp32", rng)
+    x, y = buf[:, :16], buf[:, 16:]
+    g, b = rand((16,), "fp32", rng), rand((16,), "fp32", rng)
+    x_before = x.copy()
+    got = nn.layernorm_fwd(x, g, b, out=(y, None, None))
+    assert got[0] is y
+    np.testing.assert_array_equal(buf[:, :16], x_before)
+    assert_close(y, ref.layernorm_fwd(x_before, g, b, 1e-5)[0], "fp32", what="y")
