@@ -1031,7 +1031,13 @@ class Call:
         _check_meta(name, dt, display, obj.ndim, obj.shape, dtypes, ndim, min_ndim)
         if writes and not obj.flags.writeable:
             raise ValueError(f"{name}: array is read-only but the operation writes it")
-        dev, staged = _stage_numpy(obj, _STORAGE[dt], self.numba_stream)
+        try:
+            dev, staged = _stage_numpy(obj, _STORAGE[dt], self.numba_stream)
+        except ImportError as exc:  # numba-cuda's CudaSupportError: no driver, no GPU
+            raise RuntimeError(
+                f"{name}: no CUDA GPU to copy this numpy array to (NUMBA_ENABLE_CUDASIM=1 runs "
+                f"the Numba kernels on the CPU): {exc}"
+            ) from exc
         ptr, device = _numba_ptr_device(dev)
         if self.device is None:
             self.device = device

@@ -33,10 +33,10 @@ def info_lines() -> list[tuple[str, str]]:
     """What ``numba-norms info`` prints, as (label, value) pairs."""
     import rtc
 
-    from . import dispatch
+    from . import __version__, dispatch
     from .planner import MAX_CLUSTER
 
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str]] = [("numba-norms", __version__)]
     if dispatch.simulator_enabled():
         rows.append(("device", "Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1)"))
     else:
@@ -156,9 +156,15 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     if not rtc.disk_cache_enabled():
         print(
             "precompile: the disk cache is disabled (NUMBA_NORMS_DISABLE_DISK_CACHE is set): "
-            "nothing compiled now will be kept",
+            "nothing compiled now would be kept",
             file=sys.stderr,
         )
+        return 2
+    from rtc import cache as rtc_cache
+
+    if rtc_cache._disk_cache() is None:  # it warned why
+        print(f"precompile: the cache directory {rtc.cache_dir()} is unusable", file=sys.stderr)
+        return 2
     backends = ("nvrtc", "numba") if args.backend == "all" else (args.backend,)
     start = time.perf_counter()
     compiled = cached = 0
@@ -199,7 +205,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "bench: perf/bench.py is part of the source tree; run from a checkout", file=sys.stderr
         )
         return 2
-    return subprocess.call([sys.executable, str(script), "--quick", *args.extra])
+    size = [] if {"--quick", "--full"} & set(args.extra) else ["--quick"]
+    return subprocess.call([sys.executable, str(script), *size, *args.extra])
 
 
 def _positive(text: str) -> int:
@@ -244,14 +251,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cache", help="list or clear the kernel cache")
     p.add_argument("action", choices=("list", "clear"))
     p.set_defaults(func=cmd_cache)
-    p = sub.add_parser("bench", help="a quick throughput table (needs a GPU)")
-    p.add_argument("extra", nargs="*", help="arguments for perf/bench.py")
+    p = sub.add_parser(
+        "bench",
+        help="a throughput table (needs a GPU); every later argument goes to perf/bench.py",
+        add_help=False,
+    )
+    p.add_argument("extra", nargs="*", help="arguments for perf/bench.py (--quick by default)")
     p.set_defaults(func=cmd_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``numba-norms`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # the rest, options included, is perf/bench.py's (in order)
+        return int(cmd_bench(argparse.Namespace(extra=argv[1:])) or 0)
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

@@ -170,25 +170,28 @@ class LayerNorm(_Norm):
 
 
 class RMSNorm(_Norm):
-    """Drop-in for ``torch.nn.RMSNorm`` over the last dimension, plus ``zero_centered_gamma``."""
+    """Drop-in for ``torch.nn.RMSNorm`` over the last dimension, plus ``zero_centered_gamma``.
+
+    As torch's, ``eps=None`` (the default) means ``torch.finfo(x.dtype).eps`` at each call.
+    """
 
     def __init__(
         self,
         normalized_shape: int | Sequence[int],
-        eps: float | None = 1e-5,
+        eps: float | None = None,
         elementwise_affine: bool = True,
         *,
         zero_centered_gamma: bool = False,
         device=None,
         dtype=None,
     ) -> None:
-        eps = 1e-5 if eps is None else eps
         super().__init__(
             normalized_shape, eps, elementwise_affine, zero_centered_gamma, None, device, dtype
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps, self.zero_centered_gamma)
+        eps = torch.finfo(x.dtype).eps if self.eps is None else self.eps
+        return rms_norm(x, self.weight, eps, self.zero_centered_gamma)
 
 
 class _SoftmaxFn(torch.autograd.Function):

@@ -734,3 +734,14 @@ def test_one_device_kind_a_call(monkeypatch):
     c.input(cuda.to_device(np.zeros((4, 8), np.float32)), "x")
     with pytest.raises(ValueError, match="^gamma is a DLPack / CUDA Array Interface array but x "):
         c.input(_HostDLPack(np.zeros((4, 8), np.float32)), "gamma")
+
+
+def test_numpy_calls_without_a_gpu_are_runtime_errors():
+    from tests.conftest import HAS_GPU
+
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" or HAS_GPU:
+        pytest.skip("needs a machine without a GPU and without the simulator")
+    import numba_norms as nn
+
+    with pytest.raises(RuntimeError, match="^x: no CUDA GPU to copy this numpy array to"):
+        nn.rmsnorm_fwd(np.ones((4, 8), np.float32), np.ones(8, np.float32))

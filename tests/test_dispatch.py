@@ -7,6 +7,7 @@ import types
 
 import pytest
 
+import numba_norms
 from numba_norms import dispatch, planner, registry
 
 KEY = registry.NormKey("layernorm_bwd", "bf16", "bf16", "bf16")
@@ -65,6 +66,7 @@ def test_device_limits_and_info_say_whether_launches_are_chained(monkeypatch, cc
     assert limits.dependent_launch is chained and limits.sm_count == 132
     assert limits.clusters is chained  # thread-block clusters: the same bound
     rows = dict(cli.info_lines())
+    assert rows["numba-norms"] == numba_norms.__version__
     assert rows["launches"].startswith("chained" if chained else "plain")
     assert rows["multi-CTA rows"].startswith("clusters" if chained else "cooperative")
 

@@ -769,3 +769,36 @@ def test_precompile_cli_takes_sizes(tmp_path, monkeypatch, capsys):
         assert f"compiled 0 kernels ({want} already cached)" in capsys.readouterr().out
     finally:
         rtc.clear_cache(memory=True, disk=False)
+
+
+def test_precompile_cli_refuses_a_cache_that_keeps_nothing(tmp_path, monkeypatch, capsys):
+    from numba_norms import cli
+
+    argv = ["precompile", "--arch", "sm_90", "--ops", "rmsnorm", "--hidden", "64"]
+    monkeypatch.setenv("NUMBA_NORMS_DISABLE_DISK_CACHE", "1")
+    assert cli.main(argv) == 2
+    assert "nothing compiled now would be kept" in capsys.readouterr().err
+    monkeypatch.delenv("NUMBA_NORMS_DISABLE_DISK_CACHE")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(blocker / "cache"))
+    with pytest.warns(RuntimeWarning, match="unusable"):
+        assert cli.main(argv) == 2
+    assert "is unusable" in capsys.readouterr().err
+
+
+def test_bench_cli_hands_every_later_argument_to_the_script(monkeypatch):
+    """Options after ``bench`` are perf/bench.py's, in order; --quick unless a size is given."""
+    import subprocess
+
+    from numba_norms import cli
+
+    calls = []
+    monkeypatch.setattr(cli, "_has_gpu", lambda: True)
+    monkeypatch.setattr(subprocess, "call", lambda cmd: calls.append(cmd[2:]) or 0)
+    assert cli.main(["bench", "--ops", "layernorm_fwd", "--no-jit"]) == 0
+    assert cli.main(["bench", "--full", "--dtypes", "bf16"]) == 0
+    assert calls == [
+        ["--quick", "--ops", "layernorm_fwd", "--no-jit"],
+        ["--full", "--dtypes", "bf16"],
+    ]

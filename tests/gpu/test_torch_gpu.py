@@ -160,5 +160,16 @@ def test_torch_compile_falls_back_around_the_module():
     x = torch.randn(16, 1024, device="cuda", dtype=torch.bfloat16)
     got = compiled(x)
     with torch.no_grad():
-        expected = F.rms_norm((x * 2.0).double(), (1024,), m.weight.double(), 1e-5) + 1.0
+        eps = torch.finfo(torch.bfloat16).eps  # eps=None, as torch.nn.RMSNorm's default
+        expected = F.rms_norm((x * 2.0).double(), (1024,), m.weight.double(), eps) + 1.0
     assert_close(got.detach().float().cpu(), expected.cpu(), "bf16", scale=2)
+
+
+def test_rmsnorm_default_eps_is_torchs():
+    """``eps=None`` (the default of both) is the input dtype's machine epsilon."""
+    from numba_norms.torch import RMSNorm
+
+    ours, theirs = RMSNorm(256, device="cuda"), torch.nn.RMSNorm(256, device="cuda")
+    x = torch.randn(8, 256, device="cuda") * 1e-3  # small rows: eps matters
+    with torch.no_grad():
+        assert_close(ours(x).cpu(), theirs(x).double().cpu(), "fp32", scale=2)
