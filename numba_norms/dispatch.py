@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import planner, registry
-from .planner import CLUSTER_CC, DEPENDENT_LAUNCH_CC, DeviceLimits, PlanError
+from .planner import CLUSTER_CC, DEPENDENT_LAUNCH_CC, MAX_CLUSTER, DeviceLimits, PlanError
 
 __all__ = [
     "BackendChoice",
@@ -142,14 +142,19 @@ def device_limits(device: int | None) -> DeviceLimits:
         info = rtc.device_info(device)
         if info is None:
             raise RuntimeError("no CUDA GPU is available (set NUMBA_ENABLE_CUDASIM=1 to simulate)")
+        clusters = tuple(info.cc) >= CLUSTER_CC
+        cooperative = bool(info.cooperative_launch)
         limits = DeviceLimits(
             sm_count=info.sm_count,
             max_threads_per_block=info.max_threads_per_block,
             max_shared_per_block_optin=info.max_shared_per_block_optin,
-            cooperative=bool(info.cooperative_launch),
+            cooperative=cooperative,
             dependent_launch=tuple(info.cc) >= DEPENDENT_LAUNCH_CC,
-            clusters=tuple(info.cc) >= CLUSTER_CC,
+            clusters=clusters,
             name=info.name,
+            # without cooperative launch nothing promises the CTAs of a row are resident
+            # together (they would spin at the counter): rows of one cluster at most
+            **({} if cooperative else {"max_ctas_per_row": MAX_CLUSTER if clusters else 1}),
         )
         _limits_cache[device] = limits
     return limits
@@ -186,16 +191,19 @@ def norm_spec_for(
     cols: int,
     vec: tuple[tuple[int, int], ...],
     limits: DeviceLimits,
+    measured: bool = True,
 ) -> tuple[registry.NormConfig, planner.NormSpec]:
     """The configuration and kernel spec a norm call selects (before occupancy is known):
-    ``vec`` holds the ``(alignment, itemsize)`` of its arrays. Precompile asks the same."""
+    ``vec`` holds the ``(alignment, itemsize)`` of its arrays (``measured`` False: TE's
+    entries only). Precompile asks the same."""
     alignment = min(a for a, _ in vec)
-    cfg = registry.select_norm(key, cols, rows, alignment, backend=backend)
+    kw = {"backend": backend, "measured": measured}
+    cfg = registry.select_norm(key, cols, rows, alignment, **kw)
     try:
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     except PlanError:
         # A tuned entry this device cannot run (e.g. several CTAs a row in the simulator).
-        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False, backend=backend)
+        cfg = registry.select_norm(key, cols, rows, alignment, allow_tuned=False, **kw)
         spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
     return cfg, spec
 
@@ -214,7 +222,6 @@ def _norm_plan(
     if plan is not None:
         return plan
     limits = device_limits(device)
-    alignment = min(a for a, _ in vec)
     cfg, spec = norm_spec_for(backend, key, rows, cols, vec, limits)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
     try:
@@ -225,9 +232,8 @@ def _norm_plan(
         if cfg.origin != "measured":
             raise
         # Measured on one backend and GPU; where this kernel cannot be resident (occupancy 0),
-        # TE's entry serves.
-        cfg = registry.select_norm(key, cols, rows, alignment, measured=False, backend=backend)
-        spec = planner.norm_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
+        # TE's entry serves (chosen as any call's, with its own fallback).
+        cfg, spec = norm_spec_for(backend, key, rows, cols, vec, limits, measured=False)
         plan = planner.norm_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
         )

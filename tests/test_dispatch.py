@@ -42,6 +42,24 @@ def test_measured_entry_that_cannot_be_resident_falls_back_to_te(h200):
     assert plan.spec.config == te and te.origin == "te"
 
 
+def test_te_fallback_of_a_measured_entry_fits_the_device_too(monkeypatch):
+    """Where the measured kernel cannot be resident, TE's entry is chosen as any call's is:
+    its tuned shape of several CTAs a row gives way to a general one where the device runs one
+    CTA a row."""
+    limits = planner.DeviceLimits(sm_count=132, max_ctas_per_row=1)
+    monkeypatch.setattr(dispatch, "device_limits", lambda device: limits)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    key = registry.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
+    te = registry.select_norm(key, 12288, 4096, 256, measured=False)
+    assert te.ctas_per_row > 1  # TE's tuned entry would not fit
+
+    def occupancy(spec):
+        return 0 if spec.config.origin == "measured" else 2
+
+    plan = dispatch._norm_plan("nvrtc", _backend(occupancy), key, 4096, 12288, ((256, 2),), 0)
+    assert plan.spec.ctas_per_row == 1 and plan.spec.config.origin != "measured"
+
+
 def test_te_entry_that_cannot_be_resident_is_an_error(h200):
     with pytest.raises(planner.PlanError, match="occupancy 0"):
         dispatch._norm_plan("nvrtc", _backend(lambda s: 0), KEY, 16384, 4096, ((256, 2),), 0)
@@ -64,6 +82,12 @@ def test_device_limits_and_info_say_whether_launches_are_chained(monkeypatch, cc
     monkeypatch.setattr(dispatch, "_limits_cache", {})
     limits = dispatch.device_limits(0)
     assert limits.dependent_launch is chained and limits.sm_count == 132
+    assert limits.max_ctas_per_row == planner.DeviceLimits(sm_count=1).max_ctas_per_row
+    # without cooperative launch a row's CTAs are resident together only as one cluster
+    monkeypatch.setattr(dispatch, "_limits_cache", {})
+    plain = dataclasses.replace(info, cooperative_launch=False)
+    monkeypatch.setattr(rtc, "device_info", lambda ordinal=None: plain)
+    assert dispatch.device_limits(0).max_ctas_per_row == (planner.MAX_CLUSTER if chained else 1)
     assert limits.clusters is chained  # thread-block clusters: the same bound
     rows = dict(cli.info_lines())
     assert rows["numba-norms"] == numba_norms.__version__
