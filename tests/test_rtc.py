@@ -1043,6 +1043,7 @@ def test_max_active_clusters_asks_the_driver_once(monkeypatch):
     k = object.__new__(rtc.Kernel)
     k.handle = type("H", (), {"handle": 0x5000})()
     k.name, k.device, k._occ, k._smem_limit = "stand-in", 0, {}, 48 * 1024
+    k._lock = threading.Lock()
     k._occ[(512, 0)] = 2  # an occupancy answer: not confused with the cluster one
     assert k.max_active_clusters(4, 512) == 30
     assert k.max_active_clusters(4, 512) == 30  # cached
