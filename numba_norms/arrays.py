@@ -45,6 +45,7 @@ imported when an argument needs them.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from collections.abc import Collection
@@ -1151,28 +1152,29 @@ class Call:
             self._alloc_ctx = ctx
         return ctx
 
+    def _on_torch_stream(self, torch: Any) -> Any:
+        """A context that puts torch's work (allocations, fills) on the call's stream."""
+        ctx = self._torch_alloc_context(torch)
+        return contextlib.nullcontext() if ctx is False else torch.cuda.stream(ctx)
+
+    def _on_cupy_stream(self, cupy: Any) -> Any:
+        """A context that puts CuPy's work on the call's stream (inside the call's device)."""
+        handle = self.stream_handle
+        if handle == _cupy_current_stream(cupy):
+            return contextlib.nullcontext()
+        return cupy.cuda.Stream.null if handle == 0 else cupy.cuda.ExternalStream(handle)
+
     def _torch_empty(self, shape: tuple[int, ...], dt: str, name: str) -> Tensor:
         torch = sys.modules["torch"]
         tdtype = _torch_dtype(torch, dt)
-        dev = self._torch_device
-        ctx = self._torch_alloc_context(torch)
-        if ctx is not False:
-            with torch.cuda.stream(ctx):
-                out = torch.empty(shape, dtype=tdtype, device=dev)
-        else:
-            out = torch.empty(shape, dtype=tdtype, device=dev)
+        with self._on_torch_stream(torch):
+            out = torch.empty(shape, dtype=tdtype, device=self._torch_device)
         return Tensor(name, out.data_ptr(), shape, _c_strides(shape), dt, self.device, out, "torch")
 
     def _cupy_empty(self, shape: tuple[int, ...], dt: str, name: str) -> Tensor:
         cupy = sys.modules["cupy"]
-        handle = self.stream_handle
-        with self._cupy_device:
-            if handle == _cupy_current_stream(cupy):
-                out = _cupy_alloc(cupy, shape, dt)
-            else:
-                s = cupy.cuda.Stream.null if handle == 0 else cupy.cuda.ExternalStream(handle)
-                with s:
-                    out = _cupy_alloc(cupy, shape, dt)
+        with self._cupy_device, self._on_cupy_stream(cupy):
+            out = _cupy_alloc(cupy, shape, dt)
         return Tensor(
             name, int(out.data.ptr), shape, _c_strides(shape), dt, self.device, out, "cupy"
         )
@@ -1180,23 +1182,11 @@ class Call:
     def fill_zero(self, t: Tensor) -> None:
         """Zero an output on the call's stream (where no kernel runs, e.g. gradients of 0 rows)."""
         if t.kind == "torch":
-            torch = sys.modules["torch"]
-            ctx = self._torch_alloc_context(torch)  # the call's stream, as for its outputs
-            if ctx is not False:
-                with torch.cuda.stream(ctx):
-                    t.obj.zero_()
-            else:
+            with self._on_torch_stream(sys.modules["torch"]):
                 t.obj.zero_()
         elif t.kind == "cupy":
-            cupy = sys.modules["cupy"]
-            handle = self.stream_handle
-            with self._cupy_device:
-                if handle == _cupy_current_stream(cupy):
-                    t.obj.fill(0)
-                else:
-                    s = cupy.cuda.Stream.null if handle == 0 else cupy.cuda.ExternalStream(handle)
-                    with s:
-                        t.obj.fill(0)
+            with self._cupy_device, self._on_cupy_stream(sys.modules["cupy"]):
+                t.obj.fill(0)
         else:
             arr = t.as_numba()
             arr.copy_to_device(np.zeros(arr.shape, arr.dtype), stream=self.numba_stream)
