@@ -101,9 +101,11 @@ def check_disjoint(provided: list[Tensor], others: list[Tensor | None]) -> None:
             continue
         for t in others + provided[i + 1 :]:
             if t is not None and t is not o and _overlap(o, t):
+                host = isinstance(o._native, np.ndarray) and isinstance(t._native, np.ndarray)
+                how = "" if host else " (their address ranges overlap)"
                 raise ValueError(
-                    f"{o.name}: shares memory with {t.name} (device arrays: their address "
-                    "ranges overlap); an output must not overlap the inputs or the other outputs"
+                    f"{o.name}: shares memory with {t.name}{how}; an output must not overlap "
+                    "the inputs or the other outputs"
                 )
 
 
