@@ -160,10 +160,14 @@ def cmd_precompile(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from rtc import cache as rtc_cache
-
-    if rtc_cache._disk_cache() is None:  # it warned why
-        print(f"precompile: the cache directory {rtc.cache_dir()} is unusable", file=sys.stderr)
+    where = rtc.cache_dir()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        usable = os.access(where, os.W_OK | os.X_OK)
+    except OSError:
+        usable = False
+    if not usable:
+        print(f"precompile: the cache directory {where} is not writable", file=sys.stderr)
         return 2
     backends = ("nvrtc", "numba") if args.backend == "all" else (args.backend,)
     start = time.perf_counter()
