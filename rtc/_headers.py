@@ -166,20 +166,18 @@ def cuda_header_dirs() -> tuple[tuple[str, ...], bytes]:
     cccl = os.path.join(inc, "cccl")
     if os.path.isdir(cccl):
         dirs.append(os.path.abspath(cccl))
-    # Every file below (CCCL and crt live in subdirectories, shipped by wheels of their own),
-    # by path, size and mtime: a few thousand stats, once a process.
-    h = hashlib.sha256()
-    for d in dirs:
-        h.update(d.encode("utf-8", "surrogateescape") + b"\0")
-        entries = []
-        for root, subdirs, names in os.walk(d):
-            subdirs.sort()
-            for n in sorted(names):
-                try:
-                    st = os.stat(os.path.join(root, n))
-                except OSError:
-                    continue
-                entries.append((os.path.relpath(os.path.join(root, n), d), st.st_size,
-                                st.st_mtime_ns))  # fmt: skip
-        h.update(repr(entries).encode("utf-8", "surrogateescape"))
+    # Every file below the include directory, cccl/ with it (CCCL and crt live in
+    # subdirectories, shipped by wheels of their own), by path, size and mtime: a few thousand
+    # stats, once a process.
+    h = hashlib.sha256(repr(dirs).encode("utf-8", "surrogateescape"))
+    for root, subdirs, names in os.walk(dirs[0]):
+        subdirs.sort()
+        for n in sorted(names):
+            path = os.path.join(root, n)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            entry = (os.path.relpath(path, dirs[0]), st.st_size, st.st_mtime_ns)
+            h.update(repr(entry).encode("utf-8", "surrogateescape"))
     return tuple(dirs), h.digest()
