@@ -287,14 +287,20 @@ def _softmax_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
         )
 
-    try:
-        plan = plan_of(cfg)
-    except PlanError:
-        if not cfg.stage:
-            raise
-        # A staged part longer than a CTA's shared memory, or rows of several CTAs without a
-        # cluster a row (the counter path): the same shape streams its second read from L2.
-        plan = plan_of(dataclasses.replace(cfg, stage=False))
+    # A staged part longer than a CTA's shared memory, or rows of several CTAs without a
+    # cluster a row (the counter path): the same shape streams its second read from L2. A
+    # measured entry (timed on one backend and GPU) whose kernel cannot be resident here
+    # (occupancy 0): the default table's, as for the norms.
+    tries = [cfg] + ([dataclasses.replace(cfg, stage=False)] if cfg.stage else [])
+    if cfg.keys:
+        tries.append(registry.select_softmax(op, variant, dtype, cols, False, backend))
+    for n, c in enumerate(tries):
+        try:
+            plan = plan_of(c)
+            break
+        except PlanError:
+            if n == len(tries) - 1:
+                raise
     with _plan_lock:
         return _plan_cache.setdefault(cache_key, plan)
 

@@ -115,6 +115,28 @@ def test_staged_softmax_entry_too_long_for_shared_memory_runs_unstaged(monkeypat
     assert fits.spec.config.stage and fits.shared_bytes == 32768
 
 
+@pytest.mark.parametrize("cols", [4096, 32768, 131072])
+def test_measured_softmax_entry_that_cannot_be_resident_falls_back_to_the_default(h200, cols):
+    """A measured entry's kernel that cannot be resident on this device (occupancy 0; the
+    entries were timed on one GPU) gives way to the default table's, as for the norms."""
+    measured = registry.select_softmax("softmax_fwd", "scaled", "bf16", cols)
+    assert measured.keys  # a measured entry serves this length
+
+    def occupancy(spec):
+        return 0 if spec.config.keys else 2
+
+    mod = types.SimpleNamespace(occupancy_forward=occupancy, active_clusters=lambda s, c: 0)
+    args = ("nvrtc", mod, "softmax_fwd", "scaled", "bf16", 64, cols, ((256, 2),), 0)
+    plan = dispatch._softmax_plan(*args)
+    assert plan.spec.config == registry.select_softmax(
+        "softmax_fwd", "scaled", "bf16", cols, measured=False, backend="nvrtc"
+    )
+    mod.occupancy_forward = lambda spec: 0  # nothing resident at all: the planner's error
+    dispatch._plan_cache.clear()
+    with pytest.raises(planner.PlanError):
+        dispatch._softmax_plan(*args)
+
+
 def test_a_plan_made_meanwhile_by_another_thread_is_the_one_returned(h200):
     """Two threads planning one problem keep one plan object: the torch fast path checks its
     remembered plan by identity against the cache."""
