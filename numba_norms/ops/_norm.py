@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 from .. import arrays, dispatch, planner, registry
 from ..backends.common import NormBwdArgs, NormFwdArgs
 from . import _fast, _out
+from ._scalars import as_flag, as_real
 
 __all__ = ["norm_bwd", "norm_fwd"]
 
@@ -16,21 +13,10 @@ FLOATS = ("fp32", "fp16", "bf16")
 
 
 def _check_eps(eps: float) -> float:
-    if isinstance(eps, (str, bytes, bool, np.bool_)):  # float() would take "1e-5" and True
-        raise TypeError(f"eps: expected a float, got {type(eps).__name__}")
-    try:
-        eps = float(eps)
-    except (TypeError, ValueError):
-        raise TypeError(f"eps: expected a float, got {type(eps).__name__}") from None
-    if not math.isfinite(eps) or eps < 0:
+    eps = as_real(eps, "eps")
+    if eps < 0:
         raise ValueError(f"eps: expected a finite value >= 0, got {eps}")
     return eps
-
-
-def _check_flag(value, name: str) -> bool:
-    if isinstance(value, (str, bytes)):  # bool("False") is True
-        raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
-    return bool(value)
 
 
 def _check_vector(t, name: str, cols: int, dtype: str | None = None) -> None:
@@ -96,7 +82,7 @@ def norm_fwd(
             return outs
     op = f"{kind}_fwd"
     eps = _check_eps(eps)
-    zc = _check_flag(zero_centered_gamma, "zero_centered_gamma")
+    zc = as_flag(zero_centered_gamma, "zero_centered_gamma")
     call = arrays.Call(stream)
     xt = call.input(x, "x", dtypes=FLOATS, min_ndim=1)
     gt = call.input(gamma, "gamma", dtypes=FLOATS, ndim=1)
@@ -149,7 +135,7 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
         if grads is not None:
             return grads
     op = f"{kind}_bwd"
-    zc = _check_flag(zero_centered_gamma, "zero_centered_gamma")
+    zc = as_flag(zero_centered_gamma, "zero_centered_gamma")
     call = arrays.Call(stream)
     dyt = call.input(dy, "dy", dtypes=FLOATS, min_ndim=1)
     xt = call.input(x, "x", dtypes=FLOATS, min_ndim=1)

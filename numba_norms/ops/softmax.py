@@ -9,14 +9,12 @@ dtype, the inputs' kind and device, contiguous columns, no memory shared with an
 
 from __future__ import annotations
 
-import math
 from typing import Any
-
-import numpy as np
 
 from .. import arrays, dispatch, planner
 from ..backends.common import SOFTMAX_SCALE_MAX, SoftmaxBwdArgs, SoftmaxFwdArgs
 from . import _fast, _out
+from ._scalars import as_real
 
 __all__ = [
     "scaled_aligned_causal_masked_softmax_bwd",
@@ -33,14 +31,7 @@ DTYPES = ("fp32", "fp16", "bf16")
 
 
 def _check_scale(scale: float) -> float:
-    if isinstance(scale, (str, bytes, bool, np.bool_)):  # float() would take "2" and True
-        raise TypeError(f"scale: expected a float, got {type(scale).__name__}")
-    try:
-        scale = float(scale)
-    except (TypeError, ValueError):
-        raise TypeError(f"scale: expected a float, got {type(scale).__name__}") from None
-    if not math.isfinite(scale):
-        raise ValueError(f"scale: expected a finite value, got {scale}")
+    scale = as_real(scale, "scale")
     if abs(scale) >= SOFTMAX_SCALE_MAX:  # scale * log2(e) is formed in fp32
         raise ValueError(f"scale: expected |scale| < {SOFTMAX_SCALE_MAX:g} (fp32), got {scale}")
     return scale
