@@ -249,3 +249,48 @@ def test_scoreboard_tables(tmp_path):
     (row,) = [line for line in r.stdout.splitlines() if line.startswith("| 4096 ")]
     # stream, NVRTC (of stream: 3360 / 4200 GB/s), Numba (failed check), torch, Liger, ratios
     assert row == "| 4096 | 95.0 | 80.0 (80) | 64.0 ! | 70.0 | - | 1.12 | 0.80 | - |"
+
+
+def test_targets_report(tmp_path):
+    head = "op,impl,dtype,cols,median_us,gbs,pct_ceiling,check\n"
+    (tmp_path / "b.csv").write_text(
+        head
+        # forward 4096: 96% meets 95%; 8192: 94% misses; the odd 5003 is not a 16-byte row
+        + "rmsnorm_fwd,nvrtc,bf16,4096,100,4000,96.0,ok\n"
+        + "rmsnorm_fwd,numba,bf16,4096,125,3200,76.8,ok\n"
+        + "rmsnorm_fwd,torch,bf16,4096,150,2700,64.0,ok\n"
+        + "rmsnorm_fwd,nvrtc,bf16,8192,200,3950,94.0,ok\n"
+        + "rmsnorm_fwd,nvrtc,bf16,5003,200,1000,24.0,ok\n"
+        # the backward meets 85% by its number but failed its check: never met
+        + "layernorm_bwd,nvrtc,bf16,4096,100,3900,93.0,FAIL\n"
+    )
+    (tmp_path / "h.csv").write_text(
+        "op,backend,impl,dtype,rows,cols,calls,us_per_call,error\n"
+        + "layernorm_fwd,nvrtc,nvrtc,bf16,8,4096,2000,12.0,\n"
+        + "layernorm_fwd,torch,torch,bf16,8,4096,2000,9.0,\n"
+    )
+    r = _run("perf/targets.py", str(tmp_path / "b.csv"), "--host", str(tmp_path / "h.csv"),
+             "--misses")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = {line.split(" | ")[0][2:]: line for line in r.stdout.splitlines() if "|" in line}
+    fwd = rows["norm forward, hidden >= 4096 (NVRTC; 16-byte rows)"]
+    assert "| 1 / 2 |" in fwd and "rmsnorm_fwd bf16 8192: 94.0%" in fwd
+    assert (
+        "| 0 / 1 (1 failed their check) |"
+        in rows["norm backward, hidden >= 4096 (NVRTC; 16-byte rows)"]
+    )
+    # QuACK's rmsnorm 4096 / 8192: 3440 / 3790 of 4240 GB/s (81.1 / 89.4%); the failed backward
+    # is the farthest
+    quack = rows["norm >= QuACK (the issue's GB/s)"]
+    assert "| 2 / 3 (1 failed their check) |" in quack
+    assert "layernorm_bwd bf16 4096: 93.0% (bar 60.8%) (check failed)" in quack
+    # Numba 100 / 125 us = 0.80x of NVRTC; NVRTC 1.50x and Numba 1.20x torch
+    assert "rmsnorm_fwd bf16 4096: 0.80x" in rows["Numba against NVRTC, size >= 1024, every dtype"]
+    assert "| 2 / 2 |" in rows["against torch eager, every shape and dtype, both backends"]
+    assert "not measured" in rows["softmax, every variant, sk >= 1024 (NVRTC)"]
+    # host: the bar is torch's 9 us (under the 10 us limit): 9 / 12 = 0.75x
+    assert (
+        "| 0 / 1 |" in rows["host cost a call (host.csv)"]
+        and "0.75x" in rows["host cost a call (host.csv)"]
+    )
+    assert "- layernorm_bwd bf16 4096: 93.0% (check failed)" in r.stdout
