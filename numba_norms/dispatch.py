@@ -287,13 +287,7 @@ def _softmax_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
         )
 
-    # A staged part longer than a CTA's shared memory, or rows of several CTAs without a
-    # cluster a row (the counter path): the same shape streams its second read from L2. A
-    # measured entry (timed on one backend and GPU) whose kernel cannot be resident here
-    # (occupancy 0): the default table's, as for the norms.
-    tries = [cfg] + ([dataclasses.replace(cfg, stage=False)] if cfg.stage else [])
-    if cfg.keys:
-        tries.append(registry.select_softmax(op, variant, dtype, cols, False, backend))
+    tries = softmax_fallbacks(cfg, op, variant, dtype, cols, backend)
     for n, c in enumerate(tries):
         try:
             plan = plan_of(c)
@@ -303,6 +297,22 @@ def _softmax_plan(
                 raise
     with _plan_lock:
         return _plan_cache.setdefault(cache_key, plan)
+
+
+def softmax_fallbacks(
+    cfg: registry.SoftmaxConfig, op: str, variant: str, dtype: str, cols: int, backend: str
+) -> list[registry.SoftmaxConfig]:
+    """``cfg`` and what to plan, in order, where its plan raises :class:`PlanError`.
+
+    A staged part longer than a CTA's shared memory, or rows of several CTAs without a cluster
+    a row (the counter path): the same shape unstaged, streaming its second read from L2. A
+    measured entry (timed on one backend and GPU) whose kernel cannot be resident here
+    (occupancy 0): the default table's, as for the norms.
+    """
+    tries = [cfg] + ([dataclasses.replace(cfg, stage=False)] if cfg.stage else [])
+    if cfg.keys:
+        tries.append(registry.select_softmax(op, variant, dtype, cols, False, backend))
+    return tries
 
 
 def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: int, tensors):

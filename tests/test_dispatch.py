@@ -115,6 +115,28 @@ def test_staged_softmax_entry_too_long_for_shared_memory_runs_unstaged(monkeypat
     assert fits.spec.config.stage and fits.shared_bytes == 32768
 
 
+@pytest.mark.parametrize("cols", [65536, 131072])
+def test_staged_cluster_rows_without_clusters_run_unstaged_on_the_counter(monkeypatch, cols):
+    """The fp32 forward's staged entry (rows of four CTAs, a cluster a row, run 212) on a GPU
+    without clusters: its CTAs meet through the counter on the persistent grid, where a staged
+    row cannot go (its shared memory is not in the occupancy): the same shape unstaged. (Run
+    217, H100 with clusters masked off: the GPU test's own planning had missed this fallback.)"""
+    staged = registry.select_softmax("softmax_fwd", "scaled", "fp32", cols)
+    assert staged.stage and staged.grid == "rows"
+    plain = planner.DeviceLimits(sm_count=132, clusters=False)
+    monkeypatch.setattr(dispatch, "device_limits", lambda device: plain)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    mod = types.SimpleNamespace(occupancy_forward=lambda s: 3, active_clusters=lambda s, c: 0)
+    args = ("nvrtc", mod, "softmax_fwd", "scaled", "fp32", 397, cols, ((256, 4),), 0)
+    with pytest.raises(planner.PlanError, match="a staged row needs the grid of rows"):
+        spec = planner.softmax_spec(staged, cols, 4, plain)
+        planner.softmax_plan(spec, 397, cols, plain, 3)
+    plan = dispatch._softmax_plan(*args)
+    assert plan.spec.config == dataclasses.replace(staged, stage=False)
+    assert plan.cluster == 1 and plan.cooperative and plan.ctas_per_row > 1
+    assert plan.shared_bytes == 0 and plan.row_iterations > 1
+
+
 @pytest.mark.parametrize("cols", [4096, 32768, 131072])
 def test_measured_softmax_entry_that_cannot_be_resident_falls_back_to_the_default(h200, cols):
     """A measured entry's kernel that cannot be resident on this device (occupancy 0; the
