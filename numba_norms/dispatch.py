@@ -311,7 +311,9 @@ def softmax_fallbacks(
     """
     tries = [cfg] + ([dataclasses.replace(cfg, stage=False)] if cfg.stage else [])
     if cfg.keys:
-        tries.append(registry.select_softmax(op, variant, dtype, cols, False, backend))
+        tries.append(
+            registry.select_softmax(op, variant, dtype, cols, measured=False, backend=backend)
+        )
     return tries
 
 
