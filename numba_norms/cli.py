@@ -161,16 +161,15 @@ def cmd_precompile(args: argparse.Namespace) -> int:
         )
         return 2
     where = rtc.cache_dir()
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        usable = os.access(where, os.W_OK | os.X_OK)
-    except OSError:
-        usable = False
-    if not usable:
-        print(f"precompile: the cache directory {where} is not writable", file=sys.stderr)
+    problem = _unwritable(where)
+    if problem:
+        print(
+            f"precompile: the cache directory {where} is not writable ({problem})", file=sys.stderr
+        )
         return 2
     backends = ("nvrtc", "numba") if args.backend == "all" else (args.backend,)
     start = time.perf_counter()
+    before = len(rtc.cache_entries())
     compiled = cached = 0
     for backend in backends:
         result = _precompile(backend, args)
@@ -180,7 +179,50 @@ def cmd_precompile(args: argparse.Namespace) -> int:
         f"compiled {compiled} kernels ({cached} already cached) "
         f"in {time.perf_counter() - start:.1f} s"
     )
+    if compiled and len(rtc.cache_entries()) <= before:
+        print(f"precompile: nothing compiled was stored in {where}", file=sys.stderr)
+        return 2
+    _share(where)
     return 0
+
+
+def _unwritable(where) -> str:
+    """Why the disk cache at ``where`` cannot store entries ("" if it can): a file is made in
+    each directory an entry passes through (cuda.core's layout, tmp/ owner-only as it makes
+    it)."""
+    import tempfile
+
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        for sub, mode in (("entries", 0o777), ("tmp", 0o700)):
+            d = where / sub
+            d.mkdir(mode=mode, exist_ok=True)
+            with tempfile.TemporaryFile(dir=d):
+                pass
+    except OSError as exc:
+        return str(exc)
+    return ""
+
+
+def _share(where) -> None:
+    """Make the entries readable by every user (cuda.core writes them owner-only): a cache
+    built by one user, e.g. root in an image's build, then serves another. tmp/ stays
+    owner-only."""
+    import rtc
+
+    for path, _ in rtc.cache_entries():
+        for p, bits in ((path.parent, 0o555), (path, 0o444)):
+            try:
+                mode = p.stat().st_mode
+                if mode & bits != bits:
+                    p.chmod(mode | bits)
+            except OSError:
+                pass  # not ours: its owner decides
+    try:
+        entries = where / "entries"
+        entries.chmod(entries.stat().st_mode | 0o555)
+    except OSError:
+        pass
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -194,6 +236,10 @@ def cmd_cache(args: argparse.Namespace) -> int:
     else:
         removed = rtc.clear_cache(memory=True, disk=True)
         print(f"removed {removed} entries from {rtc.cache_dir()}")
+        left = len(rtc.cache_entries())
+        if left:
+            print(f"cache clear: {left} entries could not be removed", file=sys.stderr)
+            return 1
     return 0
 
 

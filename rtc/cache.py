@@ -158,9 +158,7 @@ def _disk_cache() -> Any | None:
         cache = _disk_caches.get(path)
         if cache is None:
             try:
-                from cuda.core.utils import FileStreamProgramCache
-
-                cache = FileStreamProgramCache(path)
+                cache = _shared_cache_type()(path)
             except OSError as exc:
                 _bump("disk_errors")
                 _warn_once(
@@ -172,6 +170,28 @@ def _disk_cache() -> Any | None:
                 cache = False
             _disk_caches[path] = cache
     return cache if cache is not False else None
+
+
+_shared_type: Any = None
+
+
+def _shared_cache_type() -> Any:
+    """``FileStreamProgramCache`` that opens a cache another user built: cuda.core makes ``tmp/``
+    owner-only and sweeps it on opening, which raises for anyone else; entries stay readable
+    (a write then fails and warns, as for any unwritable cache)."""
+    global _shared_type
+    if _shared_type is None:
+        from cuda.core.utils import FileStreamProgramCache
+
+        class SharedProgramCache(FileStreamProgramCache):
+            def _sweep_stale_tmp_files(self) -> None:
+                try:
+                    super()._sweep_stale_tmp_files()
+                except PermissionError:
+                    pass  # another user's leftovers are theirs to sweep
+
+        _shared_type = SharedProgramCache
+    return _shared_type
 
 
 def _forget_disk_cache(path: str) -> None:
@@ -319,21 +339,43 @@ def release_key_lock(key: tuple, lock: threading.Lock) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _hex(name: str, n: int) -> bool:
+    return len(name) == n and set(name) <= _HEX
+
+
 def _entry_files(root: Path) -> list[Path]:
+    """The entry files below ``root``: ``entries/<2 hex>/<62 hex>`` (the sha-256 of the key,
+    as cuda.core names them) and nothing else, so foreign files are neither listed nor
+    removed. Directories this process cannot read warn and are skipped."""
     base = root / _ENTRIES_SUBDIR
     out: list[Path] = []
+
+    def unreadable(path: str, exc: OSError) -> None:
+        _warn_once("list", path, f"rtc: cannot read the cache directory {path} ({exc}); skipped")
+
     try:
         with os.scandir(base) as outer:
-            for sub in outer:
-                if not sub.is_dir(follow_symlinks=False):
-                    continue
-                try:
-                    with os.scandir(sub.path) as inner:
-                        out.extend(Path(e.path) for e in inner if e.is_file(follow_symlinks=False))
-                except FileNotFoundError:
-                    continue
+            subs = [e for e in outer if _hex(e.name, 2) and e.is_dir(follow_symlinks=False)]
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        unreadable(str(base), exc)
+        return []
+    for sub in subs:
+        try:
+            with os.scandir(sub.path) as inner:
+                out.extend(
+                    Path(e.path)
+                    for e in inner
+                    if _hex(e.name, 62) and e.is_file(follow_symlinks=False)
+                )
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            unreadable(sub.path, exc)
     return sorted(out)
 
 
@@ -350,7 +392,7 @@ def cache_entries() -> list[tuple[Path, int]]:
     for p in _entry_files(cache_dir()):
         try:
             out.append((p, p.stat().st_size))
-        except FileNotFoundError:
+        except OSError:  # removed meanwhile, or not ours to stat
             continue
     return out
 
@@ -382,7 +424,8 @@ def clear_cache(memory: bool = True, disk: bool = True) -> int:
         _memory.clear()
     if disk:
         root = cache_dir()
-        for p in _entry_files(root):
+        entries = _entry_files(root)
+        for p in entries:
             try:
                 p.unlink()
                 removed += 1
@@ -390,12 +433,9 @@ def clear_cache(memory: bool = True, disk: bool = True) -> int:
                 continue
             except OSError as exc:
                 _warn_once("clear", str(root), f"rtc: cannot remove cache entry {p}: {exc}")
-        base = root / _ENTRIES_SUBDIR
-        if base.is_dir():
-            for sub in base.iterdir():
-                if sub.is_dir():
-                    try:
-                        sub.rmdir()
-                    except OSError:
-                        pass
+        for sub in {p.parent for p in entries}:
+            try:
+                sub.rmdir()  # only where nothing else is left
+            except OSError:
+                pass
     return removed

@@ -9,6 +9,7 @@ per thread by :func:`last_origin` (``"compiled"``, ``"disk"`` or ``"memory"``), 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import operator
@@ -437,6 +438,20 @@ def _normalize_defines_uncached(defines: Mapping[str, str | int | None]) -> tupl
     return tuple(out)
 
 
+def _portable(popts: Any, n_inc: int) -> Any:
+    """``popts`` for the disk key: the ``include_dirs`` by position, not by path (their contents
+    are in the key's extra digest), so a cache built where the package lived elsewhere (another
+    environment, a copied install) still hits. The CUDA header directories keep their paths:
+    their digest is by path, size and mtime."""
+    paths = popts.include_path
+    if not n_inc or not paths:
+        return popts
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    return dataclasses.replace(
+        popts, include_path=[f"<include_dirs[{i}]>" for i in range(n_inc)] + paths[n_inc:]
+    )
+
+
 def _extra_digest(
     hdr: bytes, cuda_hdr: bytes, defs: tuple, names: tuple[str, ...], name: str, std: str | None
 ) -> bytes:
@@ -624,7 +639,7 @@ def _build(
             dkey = make_program_cache_key(
                 code=source,
                 code_type="c++",
-                options=popts,
+                options=_portable(popts, len(inc)),
                 target_type="cubin",
                 name_expressions=names,
                 extra_digest=_extra_digest(hdr, cuda_hdr, defs, names, name, std),

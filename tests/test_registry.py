@@ -784,6 +784,59 @@ def test_precompile_cli_refuses_a_cache_that_keeps_nothing(tmp_path, monkeypatch
     monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(blocker / "cache"))
     assert cli.main(argv) == 2
     assert "is not writable" in capsys.readouterr().err
+    # a usable root whose entries/ is not a directory: nothing could be stored either
+    root = tmp_path / "cache"
+    root.mkdir()
+    (root / "entries").write_text("a file where the entries go")
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(root))
+    assert cli.main(argv) == 2
+    assert "is not writable" in capsys.readouterr().err
+
+
+def test_precompiled_entries_are_readable_by_every_user(tmp_path, monkeypatch, capsys):
+    """cuda.core writes entries owner-only; precompile opens them (and their directories) to
+    every user's reading, so a cache built by root in an image serves its runtime user."""
+    import stat
+
+    import rtc
+    from numba_norms import cli
+
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("NUMBA_NORMS_DISABLE_DISK_CACHE", raising=False)
+    rtc.clear_cache(memory=True, disk=False)
+    try:
+        assert (
+            cli.main(["precompile", "--arch", "sm_90", "--ops", "rmsnorm", "--hidden", "64"]) == 0
+        )
+        entries = [p for p, _ in rtc.cache_entries()]
+        assert entries
+        for p in entries + [p.parent for p in entries] + [tmp_path / "cache" / "entries"]:
+            mode = stat.S_IMODE(p.stat().st_mode)
+            assert mode & 0o444 == 0o444, (p, oct(mode))
+        assert stat.S_IMODE((tmp_path / "cache" / "tmp").stat().st_mode) & 0o077 == 0
+    finally:
+        rtc.clear_cache(memory=True, disk=False)
+
+
+def test_cache_clear_fails_when_entries_stay(tmp_path, monkeypatch, capsys):
+    import pathlib
+
+    from numba_norms import cli
+
+    entry = tmp_path / "cache" / "entries" / "ab" / ("c" * 62)
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"x")
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(tmp_path / "cache"))
+
+    def unlink(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    with monkeypatch.context() as m:
+        m.setattr(pathlib.Path, "unlink", unlink)
+        with pytest.warns(RuntimeWarning, match="cannot remove cache entry"):
+            assert cli.main(["cache", "clear"]) == 1
+    assert "1 entries could not be removed" in capsys.readouterr().err
+    assert cli.main(["cache", "clear"]) == 0 and not entry.exists()
 
 
 def test_bench_cli_hands_every_later_argument_to_the_script(monkeypatch):

@@ -402,6 +402,25 @@ def test_header_contents_are_part_of_the_key(cache_env, tmp_path):
         rtc.compile(src, ["k"], arch="sm_90", include_dirs=[tmp_path / "missing"])
 
 
+def test_disk_key_does_not_depend_on_where_the_include_dirs_are(cache_env, tmp_path):
+    """The same headers in another directory (a package installed elsewhere, a copied
+    environment) give the same disk key: they are keyed by position and content."""
+    src = unique_src('#include "p.cuh"\nextern "C" __global__ void k(int* x) { x[0] = F; }\n')
+    for where in ("a", "b"):
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "p.cuh").write_text("#define F 7\n")
+    a = rtc.compile(src, ["k"], arch="sm_90", include_dirs=[tmp_path / "a"])
+    assert rtc.last_origin() == "compiled"
+    rtc.clear_cache(memory=True, disk=False)
+    b = rtc.compile(src, ["k"], arch="sm_90", include_dirs=[tmp_path / "b"])
+    assert rtc.last_origin() == "disk" and b.cubin == a.cubin
+    (tmp_path / "b" / "p.cuh").write_text("#define F 8\n")  # other contents: another key
+    rtc.clear_cache(memory=True, disk=False)
+    rtc.compile(src, ["k"], arch="sm_90", include_dirs=[tmp_path / "b"])
+    assert rtc.last_origin() == "compiled"
+    assert len(rtc.cache_entries()) == 2
+
+
 def test_hidden_and_linked_headers_are_part_of_the_key(cache_env, tmp_path):
     """NVRTC reads hidden headers and follows symbolic links, so the fingerprint does too (a
     link back up the tree is walked once)."""
@@ -708,6 +727,68 @@ def test_clear_cache_counts_removed_entries(cache_env):
     assert rtc.clear_cache() == 0
     rtc.compile(srcs[0], SCALE_NAMES, arch="sm_90")
     assert rtc.last_origin() == "compiled"
+
+
+def test_cache_listing_and_clearing_touch_only_entry_files(cache_env):
+    """Only ``entries/<2 hex>/<62 hex>`` is the cache's: other files under ``entries/`` are
+    neither listed nor removed, nor are the directories that hold them."""
+    rtc.compile(unique_src(), SCALE_NAMES, arch="sm_90")
+    (entry,) = [p for p, _ in rtc.cache_entries()]
+    foreign = [
+        cache_env / "entries" / "notes" / "a.txt",
+        cache_env / "entries" / "2024" / "b.txt",
+        entry.parent / "README",
+        entry.parent / ("0" * 61 + "g"),
+    ]
+    for f in foreign:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("keep")
+    assert [p for p, _ in rtc.cache_entries()] == [entry]
+    assert rtc.clear_cache(memory=False, disk=True) == 1
+    assert not entry.exists() and all(f.read_text() == "keep" for f in foreign)
+
+
+def test_unreadable_cache_directories_are_skipped(cache_env, monkeypatch):
+    """A directory of entries this process may not read (another user's) warns and is
+    skipped by listing and clearing instead of raising."""
+    for _ in range(2):
+        rtc.compile(unique_src(), SCALE_NAMES, arch="sm_90")
+    entries = [p for p, _ in rtc.cache_entries()]
+    blocked = entries[0].parent
+    real = os.scandir
+
+    def scandir(path):
+        if os.fspath(path) == os.fspath(blocked):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(rtc.cache.os, "scandir", scandir)
+    with pytest.warns(RuntimeWarning, match="cannot read the cache directory"):
+        listed = [p for p, _ in rtc.cache_entries()]
+    assert listed == [p for p in entries if p.parent != blocked]
+    assert rtc.clear_cache(memory=False, disk=True) == len(listed)
+    assert all(p.exists() == (p.parent == blocked) for p in entries)
+
+
+def test_a_cache_another_user_built_is_read(cache_env, monkeypatch):
+    """cuda.core makes tmp/ owner-only and sweeps it on opening: for another user that raises
+    PermissionError. The cache is still opened and its entries are hits."""
+    from cuda.core.utils import FileStreamProgramCache
+
+    src = unique_src()
+    a = rtc.compile(src, SCALE_NAMES, arch="sm_90")
+    rtc.clear_cache(memory=True, disk=False)
+    rtc.cache._forget_disk_cache(str(cache_env))
+
+    def sweep(self):
+        raise PermissionError(13, "Permission denied", str(cache_env / "tmp"))
+
+    monkeypatch.setattr(FileStreamProgramCache, "_sweep_stale_tmp_files", sweep)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = rtc.compile(src, SCALE_NAMES, arch="sm_90")
+    assert rtc.last_origin() == "disk" and b.cubin == a.cubin
+    rtc.cache._forget_disk_cache(str(cache_env))
 
 
 def test_eight_threads_compile_once(cache_env):
