@@ -13,7 +13,7 @@ import importlib
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -287,14 +287,7 @@ def _softmax_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
         )
 
-    tries = softmax_fallbacks(cfg, op, variant, dtype, cols, backend)
-    for n, c in enumerate(tries):
-        try:
-            plan = plan_of(c)
-            break
-        except PlanError:
-            if n == len(tries) - 1:
-                raise
+    plan = first_plan(softmax_fallbacks(cfg, op, variant, dtype, cols, backend), plan_of)
     with _plan_lock:
         return _plan_cache.setdefault(cache_key, plan)
 
@@ -315,6 +308,19 @@ def softmax_fallbacks(
             registry.select_softmax(op, variant, dtype, cols, measured=False, backend=backend)
         )
     return tries
+
+
+def first_plan(
+    tries: list[registry.SoftmaxConfig],
+    plan_of: Callable[[registry.SoftmaxConfig], planner.RowPlan],
+) -> planner.RowPlan:
+    """The plan of the first of ``tries`` that has one (the last one's PlanError otherwise)."""
+    for c in tries[:-1]:
+        try:
+            return plan_of(c)
+        except PlanError:
+            continue
+    return plan_of(tries[-1])
 
 
 def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: int, tensors):

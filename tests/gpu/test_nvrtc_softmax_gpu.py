@@ -123,16 +123,14 @@ def _plan(op: str, variant: str, dtype: str, rows: int, cols: int, tensors):
     clusters runs unstaged on the counter path)."""
     cfg = registry.select_softmax(op, variant, dtype, cols)
     pairs = [(t.alignment(), t.itemsize) for t in tensors]
-    tries = dispatch.softmax_fallbacks(cfg, op, variant, dtype, cols, "nvrtc")
-    for n, c in enumerate(tries):
+
+    def plan_of(c):
         spec = planner.softmax_spec(c, cols, planner.vector_elements(pairs, c.num_elts), LIMITS)
         occ = nv.occupancy_backward(spec) if c.is_backward else nv.occupancy_forward(spec)
-        try:
-            plan = planner.softmax_plan(spec, rows, cols, LIMITS, occ)
-            break
-        except planner.PlanError:
-            if n == len(tries) - 1:
-                raise
+        return planner.softmax_plan(spec, rows, cols, LIMITS, occ)
+
+    tries = dispatch.softmax_fallbacks(cfg, op, variant, dtype, cols, "nvrtc")
+    plan = dispatch.first_plan(tries, plan_of)
     scratch = None
     if plan.scratch_bytes:
         scratch = DevTensor(cuda.device_array((1, plan.scratch_bytes), np.uint8), "uint8")
