@@ -161,7 +161,7 @@ def cmd_precompile(args: argparse.Namespace) -> int:
         )
         return 2
     where = rtc.cache_dir()
-    problem = _unwritable(where)
+    problem = rtc.disk_cache_problem()
     if problem:
         print(
             f"precompile: the cache directory {where} is not writable ({problem})", file=sys.stderr
@@ -182,47 +182,8 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     if compiled and len(rtc.cache_entries()) <= before:
         print(f"precompile: nothing compiled was stored in {where}", file=sys.stderr)
         return 2
-    _share(where)
+    rtc.share_entries()
     return 0
-
-
-def _unwritable(where) -> str:
-    """Why the disk cache at ``where`` cannot store entries ("" if it can): a file is made in
-    each directory an entry passes through (cuda.core's layout, tmp/ owner-only as it makes
-    it)."""
-    import tempfile
-
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-        for sub, mode in (("entries", 0o777), ("tmp", 0o700)):
-            d = where / sub
-            d.mkdir(mode=mode, exist_ok=True)
-            with tempfile.TemporaryFile(dir=d):
-                pass
-    except OSError as exc:
-        return str(exc)
-    return ""
-
-
-def _share(where) -> None:
-    """Make the entries readable by every user (cuda.core writes them owner-only): a cache
-    built by one user, e.g. root in an image's build, then serves another. tmp/ stays
-    owner-only."""
-    import rtc
-
-    for path, _ in rtc.cache_entries():
-        for p, bits in ((path.parent, 0o555), (path, 0o444)):
-            try:
-                mode = p.stat().st_mode
-                if mode & bits != bits:
-                    p.chmod(mode | bits)
-            except OSError:
-                pass  # not ours: its owner decides
-    try:
-        entries = where / "entries"
-        entries.chmod(entries.stat().st_mode | 0o555)
-    except OSError:
-        pass
 
 
 def cmd_cache(args: argparse.Namespace) -> int:

@@ -19,7 +19,9 @@ from .cache import (
     cache_size_bytes,
     clear_cache,
     disk_cache_enabled,
+    disk_cache_problem,
     reset_stats,
+    share_entries,
     stats,
 )
 from .compiler import (
@@ -46,6 +48,8 @@ __all__ = [
     "cache_entries",
     "cache_size_bytes",
     "clear_cache",
+    "disk_cache_problem",
+    "share_entries",
     "compile",
     "device_info",
     "disk_cache_enabled",

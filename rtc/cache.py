@@ -38,6 +38,8 @@ __all__ = [
     "cache_entries",
     "cache_size_bytes",
     "clear_cache",
+    "disk_cache_problem",
+    "share_entries",
     "stats",
     "reset_stats",
 ]
@@ -51,6 +53,7 @@ _MAGIC = b"RTCCUBIN"
 _PREFIX = struct.Struct("<8sII")
 _ELF_MAGIC = b"\x7fELF"
 _ENTRIES_SUBDIR = "entries"  # layout of FileStreamProgramCache
+_TMP_SUBDIR = "tmp"  # where it stages a write (owner-only)
 
 # ---------------------------------------------------------------------------------------------
 # statistics
@@ -377,6 +380,47 @@ def _entry_files(root: Path) -> list[Path]:
         except OSError as exc:
             unreadable(sub.path, exc)
     return sorted(out)
+
+
+def disk_cache_problem() -> str:
+    """Why the disk cache directory cannot store entries ("" if it can).
+
+    A file is made in each directory an entry passes through (``tmp/`` created owner-only, as
+    cuda.core makes it); a directory that does not exist yet is created.
+    """
+    import tempfile
+
+    root = cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for sub, mode in ((_ENTRIES_SUBDIR, 0o777), (_TMP_SUBDIR, 0o700)):
+            d = root / sub
+            d.mkdir(mode=mode, exist_ok=True)
+            with tempfile.TemporaryFile(dir=d):
+                pass
+    except OSError as exc:
+        return str(exc)
+    return ""
+
+
+def share_entries() -> None:
+    """Make the disk entries and their directories readable by every user (cuda.core writes
+    them owner-only): a cache built by one user, e.g. root in an image's build, then serves
+    another. ``tmp/`` stays owner-only; entries of other owners are left as they are."""
+    root = cache_dir()
+    for path in _entry_files(root):
+        for p, bits in ((path.parent, 0o555), (path, 0o444)):
+            try:
+                mode = p.stat().st_mode
+                if mode & bits != bits:
+                    p.chmod(mode | bits)
+            except OSError:
+                pass  # not ours: its owner decides
+    try:
+        entries = root / _ENTRIES_SUBDIR
+        entries.chmod(entries.stat().st_mode | 0o555)
+    except OSError:
+        pass
 
 
 def cache_entries() -> list[tuple[Path, int]]:
