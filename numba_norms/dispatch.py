@@ -221,22 +221,25 @@ def _norm_plan(
     plan = _plan_cache.get(cache_key)
     if plan is not None:
         return plan
-    limits = device_limits(device)
-    cfg, spec = norm_spec_for(backend, key, rows, cols, vec, limits)
-    occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
-    try:
-        plan = planner.norm_plan(
-            spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
-        )
-    except PlanError:
-        if cfg.origin != "measured":
-            raise
+    occupancy = mod.occupancy_backward if key.op.endswith("_bwd") else mod.occupancy_forward
+
+    def plan_with(limits: DeviceLimits) -> planner.RowPlan:
+        cfg, spec = norm_spec_for(backend, key, rows, cols, vec, limits)
+        try:
+            return planner.norm_plan(
+                spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
+            )
+        except PlanError:
+            if cfg.origin != "measured":
+                raise
         # Measured on one backend and GPU; where this kernel cannot be resident (occupancy 0),
         # TE's entry serves (chosen as any call's, with its own fallback).
         cfg, spec = norm_spec_for(backend, key, rows, cols, vec, limits, measured=False)
-        plan = planner.norm_plan(
+        return planner.norm_plan(
             spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
         )
+
+    plan = fitted_plan(plan_with, device_limits(device))
     with _plan_lock:  # a plan made meanwhile by another thread wins: one object a key
         return _plan_cache.setdefault(cache_key, plan)
 
@@ -277,17 +280,20 @@ def _softmax_plan(
     plan = _plan_cache.get(cache_key)
     if plan is not None:
         return plan
-    limits = device_limits(device)
     cfg = registry.select_softmax(op, variant, dtype, cols, backend=backend)
     occupancy = mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward
 
-    def plan_of(cfg: registry.SoftmaxConfig) -> planner.RowPlan:
-        spec = planner.softmax_spec(cfg, cols, planner.vector_elements(vec, cfg.num_elts), limits)
-        return planner.softmax_plan(
-            spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
-        )
+    def plan_with(limits: DeviceLimits) -> planner.RowPlan:
+        def plan_of(cfg: registry.SoftmaxConfig) -> planner.RowPlan:
+            vec_elts = planner.vector_elements(vec, cfg.num_elts)
+            spec = planner.softmax_spec(cfg, cols, vec_elts, limits)
+            return planner.softmax_plan(
+                spec, rows, cols, limits, occupancy(spec), _clusters(mod, spec, limits)
+            )
 
-    plan = first_plan(softmax_fallbacks(cfg, op, variant, dtype, cols, backend), plan_of)
+        return first_plan(softmax_fallbacks(cfg, op, variant, dtype, cols, backend), plan_of)
+
+    plan = fitted_plan(plan_with, device_limits(device))
     with _plan_lock:
         return _plan_cache.setdefault(cache_key, plan)
 
@@ -321,6 +327,21 @@ def first_plan(
         except PlanError:
             continue
     return plan_of(tries[-1])
+
+
+def fitted_plan(
+    plan_with: Callable[[DeviceLimits], planner.RowPlan], limits: DeviceLimits
+) -> planner.RowPlan:
+    """``plan_with(limits)``; where a row's CTAs cannot all be resident (a long row on a GPU of
+    few SMs), planned again allowing only as many CTAs a row as fit, each with a longer part of
+    the row, until the plan fits or a row is down to one CTA."""
+    while True:
+        try:
+            return plan_with(limits)
+        except planner.ResidencyError as e:
+            if not 1 <= e.resident < limits.max_ctas_per_row:
+                raise
+            limits = dataclasses.replace(limits, max_ctas_per_row=e.resident)
 
 
 def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: int, tensors):

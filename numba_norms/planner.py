@@ -25,6 +25,7 @@ __all__ = [
     "NormPlan",
     "NormSpec",
     "PlanError",
+    "ResidencyError",
     "RowPlan",
     "SoftmaxSpec",
     "MAX_ROWS",
@@ -69,6 +70,17 @@ FINALIZE_ROWS_PER_THREAD = 8
 
 class PlanError(ValueError):
     """A problem the device cannot run with the chosen configuration."""
+
+
+class ResidencyError(PlanError):
+    """A row's CTAs cannot all be resident at once (they wait for each other): ``resident`` is
+    how many of the kernel's CTAs the device holds. Planning again with ``max_ctas_per_row``
+    at most that gives each CTA a longer part of the row (:func:`norm_spec`,
+    :func:`softmax_spec`)."""
+
+    def __init__(self, message: str, resident: int) -> None:
+        super().__init__(message)
+        self.resident = resident
 
 
 @dataclass(frozen=True)
@@ -246,8 +258,9 @@ def norm_spec(config: NormConfig, cols: int, vec_elts: int, limits: DeviceLimits
     """Specialise ``config`` for rows of ``cols`` whose arrays allow ``vec_elts``-wide vectors.
 
     Tuned entries keep their shape (the caller selected them only when aligned). General entries
-    use as many CTAs per row as TE would (``ceil(cols / hidden_size)``); where the device cannot
-    make CTAs wait for each other, one CTA covers the whole row with more vectors per thread.
+    use as many CTAs per row as TE would (``ceil(cols / hidden_size)``); where the device allows
+    fewer (``limits.max_ctas_per_row``: 1 where CTAs cannot wait for each other, or what is
+    resident on a small GPU), that many CTAs cover the row with more vectors per thread.
     """
     if cols < 1:
         raise PlanError(f"hidden size must be >= 1, got {cols}")
@@ -265,9 +278,9 @@ def norm_spec(config: NormConfig, cols: int, vec_elts: int, limits: DeviceLimits
     ctas_per_row = math.ceil(cols / config.hidden_size)
     if ctas_per_row <= limits.max_ctas_per_row:
         ldgs = math.ceil(config.hidden_size / (lanes * num_elts))
-    else:
-        ctas_per_row = 1
-        ldgs = math.ceil(cols / (lanes * num_elts))
+    else:  # as many CTAs as may share a row, each with a longer part of it
+        ctas_per_row = limits.max_ctas_per_row
+        ldgs = math.ceil(cols / (ctas_per_row * lanes * num_elts))
     return NormSpec(config, num_elts, ldgs, True, ctas_per_row)
 
 
@@ -394,7 +407,9 @@ def row_plan(
     cap = None if rows_grid else spec.ctas_per_sm_cap
     resident = limits.sm_count * (max_active_per_sm if cap is None else min(cap, max_active_per_sm))
     if ctas_per_row > resident:
-        raise PlanError(f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)")
+        raise ResidencyError(
+            f"{ctas_per_row} CTAs per row cannot all be resident ({resident} fit)", resident
+        )
     groups = limits.max_grid_y if rows_grid else resident // ctas_per_row
     capped = cap is not None and cap < max_active_per_sm  # (no dependent launch: see above)
     if cluster > 1 and max_active_clusters is not None and not rows_grid:
@@ -555,24 +570,26 @@ def softmax_spec(
     """Specialise ``config`` for rows of ``cols`` whose arrays allow ``vec_elts``-wide vectors.
 
     Narrower vectors keep the columns a CTA covers (more vector accesses per thread); rows longer
-    than ``max_cols`` get several CTAs, or one CTA with more registers where CTAs cannot wait
-    for each other. A streaming entry (``config.chunk``) takes ``chunk`` vectors a thread a step,
-    whatever the vector width, and ``ceil(cols / max_cols)`` CTAs a row (each streams a
-    contiguous part of it), or one CTA a row of any length where CTAs cannot wait for each other.
+    than ``max_cols`` get several CTAs (``ceil(cols / max_cols)``), or where the device allows
+    fewer (``limits.max_ctas_per_row``: 1 where CTAs cannot wait for each other, or what is
+    resident on a small GPU) that many with more registers. A streaming entry
+    (``config.chunk``) takes ``chunk`` vectors a thread a step, whatever the vector width, its
+    CTAs of a row each streaming a contiguous part of any length.
     """
     if cols < 1:
         raise PlanError(f"key length must be >= 1, got {cols}")
     num_elts = min(config.num_elts, vec_elts)
     ctas_per_row = math.ceil(cols / config.max_cols)
     fits = ctas_per_row <= limits.max_ctas_per_row
+    if not fits:
+        ctas_per_row = limits.max_ctas_per_row
     if config.chunk:  # a streaming CTA loops over its part, whatever its length
-        return SoftmaxSpec(config, num_elts, config.chunk, ctas_per_row if fits else 1)
+        return SoftmaxSpec(config, num_elts, config.chunk, ctas_per_row)
     lanes = config.warps_n * WARP_SIZE
     if fits:
         ldgs = math.ceil(config.max_cols / (lanes * num_elts))
-    else:
-        ctas_per_row = 1
-        ldgs = math.ceil(cols / (lanes * num_elts))
+    else:  # each CTA holds a longer part of the row
+        ldgs = math.ceil(cols / (ctas_per_row * lanes * num_elts))
     return SoftmaxSpec(config, num_elts, ldgs, ctas_per_row)
 
 

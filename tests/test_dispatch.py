@@ -217,3 +217,53 @@ def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(monkeypatch):
     assert got[1] == (0, mine)  # then has the same buffer
     with dispatch._scratch(_PoolCall(0), 0) as none:
         assert none is None
+
+
+def _few_sms(monkeypatch, sms: int) -> planner.DeviceLimits:
+    limits = planner.DeviceLimits(sm_count=sms)
+    monkeypatch.setattr(dispatch, "device_limits", lambda device: limits)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    return limits
+
+
+def _occupancy(spec) -> int:
+    """A stand-in that, like registers, lets fewer CTAs in as a thread holds more of a row."""
+    return 2 if spec.ldgs <= 16 else 1
+
+
+@pytest.mark.parametrize("sms", [1, 2, 3, 5, 8])
+def test_long_norm_rows_on_a_gpu_of_few_sms_take_the_ctas_that_fit(monkeypatch, sms):
+    """Rows that TE gives more CTAs than a small GPU holds at once (every CTA of a row must be
+    resident: they wait for each other) run on as many CTAs as fit, each covering a longer part
+    of the row; before, a PlanError (a planner fuzz found 2-20 such plans at each of 1-8 SMs)."""
+    limits = _few_sms(monkeypatch, sms)
+    mod = _backend(_occupancy)
+    mod.active_clusters = lambda s, c: 0
+    capped = 0
+    for op in ("layernorm_fwd", "layernorm_bwd", "rmsnorm_fwd", "rmsnorm_bwd"):
+        for dt, size in (("fp32", 4), ("bf16", 2)):
+            key = registry.NormKey(op, dt, dt, dt)
+            for cols in (16384, 65536, 131072):
+                plan = dispatch._norm_plan("nvrtc", mod, key, 64, cols, ((256, size),), 0)
+                spec = plan.spec
+                assert spec.ctas_per_row <= limits.sm_count * _occupancy(spec)
+                assert spec.cols_per_row_pass >= cols and plan.grid[0] == spec.ctas_per_row
+                c = spec.config
+                capped += spec.ctas_per_row < -(-cols // c.hidden_size)
+    assert capped or sms == 8  # 8 SMs hold every row at occupancy 2
+
+
+@pytest.mark.parametrize("sms", [1, 2, 3, 5, 8])
+def test_long_softmax_rows_on_a_gpu_of_few_sms_take_the_ctas_that_fit(monkeypatch, sms):
+    limits = _few_sms(monkeypatch, sms)
+    mod = types.SimpleNamespace(
+        occupancy_forward=_occupancy, occupancy_backward=_occupancy, active_clusters=lambda s, c: 0
+    )
+    for op in registry.SOFTMAX_OPS:
+        for variant in registry.SOFTMAX_VARIANTS:
+            for dt, size in (("fp32", 4), ("bf16", 2)):
+                for cols in (65536, 131072, 262144):
+                    args = ("nvrtc", mod, op, variant, dt, 12, cols, ((256, size),), 0)
+                    plan = dispatch._softmax_plan(*args)
+                    assert plan.ctas_per_row <= limits.sm_count * _occupancy(plan.spec)
+                    assert plan.spec.cols_per_row_pass >= cols

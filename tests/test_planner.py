@@ -481,3 +481,28 @@ def test_measured_softmax_plans():
         cspec.kernel_key
         != p.softmax_spec(dataclasses.replace(capped, min_ctas_per_sm=1), 4096, 8, H200).kernel_key
     )
+
+
+def test_rows_of_fewer_ctas_than_te_asks_cover_the_row():
+    """Where a device allows fewer CTAs a row than an entry asks for (``max_ctas_per_row``),
+    general norm entries and softmax entries take that many, each with a longer part of the
+    row; one CTA where none may wait for another, as before."""
+    key = r.NormKey("layernorm_bwd", "fp32", "fp32", "fp32")
+    cfg = r.select_norm(key, 65536, 16, 256, allow_tuned=False)
+    lanes = cfg.warps_n * 32
+    asked = -(-65536 // cfg.hidden_size)
+    for most in (1, 3, asked - 1):
+        spec = p.norm_spec(cfg, 65536, 4, dataclasses.replace(H200, max_ctas_per_row=most))
+        assert spec.ctas_per_row == most and spec.general
+        assert spec.ldgs == -(-65536 // (most * lanes * 4)) and spec.cols_per_row_pass >= 65536
+    assert p.norm_spec(cfg, 65536, 4, H200).ctas_per_row == asked  # a device that holds them
+    for stream in (False, True):
+        sm = r.select_softmax("softmax_fwd", "scaled", "fp32", 131072, measured=False)
+        sm = dataclasses.replace(sm, chunk=4 if stream else 0)
+        asked = -(-131072 // sm.max_cols)
+        spec = p.softmax_spec(sm, 131072, 4, dataclasses.replace(H200, max_ctas_per_row=3))
+        assert spec.ctas_per_row == 3 and spec.cols_per_row_pass >= 131072 and asked > 3
+        if not stream:
+            assert spec.ldgs == -(-131072 // (3 * sm.warps_n * 32 * 4))
+        else:
+            assert spec.ldgs == 4
