@@ -84,13 +84,15 @@ def rmsnorm_bwd(dy, x, rsigma, gamma, zero_centered=False, add=None):
 
 def softmax_kept(v, keep):
     """float64 softmax of ``v`` over the positions ``keep`` marks along the last axis; zeros
-    elsewhere and in rows that keep nothing."""
+    elsewhere and in rows that keep nothing. A row whose kept values hold a NaN or +inf, or are
+    all -inf, is NaN at its kept positions (IEEE arithmetic, as the kernels, TE and torch)."""
+    keep = np.broadcast_to(keep, np.shape(v))
     v = np.where(keep, v, -np.inf)
-    m = v.max(-1, keepdims=True)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    e = np.where(keep, np.exp(v - safe), 0.0)
-    s = e.sum(-1, keepdims=True)
-    return np.where(s > 0, e / np.where(s > 0, s, 1.0), 0.0)
+    m = v.max(-1, keepdims=True)  # NaN where the row holds one
+    with np.errstate(invalid="ignore"):  # inf - inf: the NaN rows above
+        e = np.where(keep, np.exp(v - np.where(keep.any(-1, keepdims=True), m, 0.0)), 0.0)
+        y = e / e.sum(-1, keepdims=True)
+    return np.where(keep, y, 0.0)
 
 
 def scaled_softmax(x, scale):

@@ -46,6 +46,64 @@ def assert_close(actual, expected, dtype: str, *, scale: float = 1.0, what: str 
     np.testing.assert_allclose(a, e, atol=atol * scale, rtol=rtol * scale, err_msg=what)
 
 
+def non_finite_scores(n: int, dtype: str, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Scores ``[1, 1, n, n]`` (square: the upper-triangular variant's shape) and a mask:
+    row 0 all -inf, row 1 a +inf, row 2 a -inf, row 3 a NaN, row 4 a NaN the mask masks, each
+    at column 0 (kept by every variant); rows 5 on finite."""
+    from numba_norms.reference import NP
+
+    x = (rng.standard_normal((1, 1, n, n))).astype(NP[dtype])
+    x[..., 0, :] = -np.inf
+    for row, value in ((1, np.inf), (2, -np.inf), (3, np.nan), (4, np.nan)):
+        x[..., row, 0] = value
+    mask = np.zeros(x.shape, bool)
+    mask[..., 4, 0] = True
+    return x, mask
+
+
+def softmax_of(lib, variant: str, x, mask, scale: float):
+    """``lib``'s forward of a softmax variant on ``[1, 1, sq, sk]`` scores (``lib``: the
+    package or its reference module)."""
+    if lib.__name__.endswith("reference"):
+        fns = {
+            "scaled": lambda: lib.scaled_softmax(x, scale),
+            "masked": lambda: lib.scaled_masked_softmax(x, mask, scale),
+            "upper_triang": lambda: lib.scaled_upper_triang_softmax(x, scale),
+            "aligned_causal": lambda: lib.scaled_aligned_causal_softmax(x, scale),
+        }
+    else:
+        fns = {
+            "scaled": lambda: lib.scaled_softmax_fwd(x, scale),
+            "masked": lambda: lib.scaled_masked_softmax_fwd(x, mask, scale),
+            "upper_triang": lambda: lib.scaled_upper_triang_masked_softmax_fwd(x[0], scale)[None],
+            "aligned_causal": lambda: lib.scaled_aligned_causal_masked_softmax_fwd(x, scale),
+        }
+    return fns[variant]()
+
+
+def check_non_finite_rows(variant: str, y, expected, dtype: str) -> None:
+    """The forward of :func:`non_finite_scores` against the float64 reference: a row whose kept
+    scores hold a NaN or +inf, or are all -inf, is NaN at its kept positions (as TE and torch);
+    a single -inf gives 0 there and a softmax elsewhere; a masked NaN is not read. Excluded
+    positions are 0, except (causal variants) in the vector that straddles the limit of a NaN
+    row: the kernels scale that vector whole by the row's factor (0 * NaN)."""
+    from numba_norms.reference import softmax_keep
+
+    y = np.asarray(y, np.float64)
+    expected = np.asarray(expected, np.float64)
+    n = y.shape[-1]
+    keep = np.broadcast_to(softmax_keep(variant, n, n), y.shape)
+    nan_rows = [0, 1, 3] + ([4] if variant != "masked" else [])
+    assert np.isnan(expected[..., nan_rows, :][keep[..., nan_rows, :]]).all()
+    assert not np.isnan(expected[..., 5:, :]).any() and expected[..., 2, 0].item() == 0
+    np.testing.assert_array_equal(np.isnan(y[keep]), np.isnan(expected[keep]))
+    finite = keep & ~np.isnan(expected)
+    assert_close(y[finite], expected[finite], dtype, what="y")
+    finite_rows = np.broadcast_to(~np.isnan(expected).any(-1, keepdims=True), y.shape)
+    assert (y[~keep & finite_rows] == 0).all()
+    assert not np.nan_to_num(y[~keep]).any()
+
+
 def finalize_in_order(parts: np.ndarray, thread_rows: int) -> np.ndarray:
     """The finalize kernels' fp32 sum of ``parts`` ([partial_rows, cols]) over its rows, in their
     order: thread row ``t`` adds rows t, t + thread_rows, ... from 0; the ``thread_rows`` sums

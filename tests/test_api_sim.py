@@ -11,7 +11,14 @@ import pytest
 
 import numba_norms as nn
 from numba_norms import reference as ref
-from tests.conftest import SIMULATOR, assert_close
+from numba_norms.registry import SOFTMAX_VARIANTS
+from tests.conftest import (
+    SIMULATOR,
+    assert_close,
+    check_non_finite_rows,
+    non_finite_scores,
+    softmax_of,
+)
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="needs NUMBA_ENABLE_CUDASIM=1")
 
@@ -148,6 +155,15 @@ def test_scaled_masked_softmax_with_fully_masked_rows(dtype, mask_batch):
     assert_close(
         nn.scaled_masked_softmax_bwd(dy, y, 1.3), ref.softmax_bwd(dy, y, 1.3), dtype, scale=4
     )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", SOFTMAX_VARIANTS)
+def test_rows_with_non_finite_scores(dtype, variant):
+    """NaN / +inf / all -inf rows give NaN at their kept positions (tests/conftest.py)."""
+    x, mask = non_finite_scores(12, dtype, np.random.default_rng(13))
+    y = softmax_of(nn, variant, x, mask, 0.9)
+    check_non_finite_rows(variant, y, softmax_of(ref, variant, x, mask, 0.9), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -9,7 +9,14 @@ import pytest
 
 import numba_norms as nn
 from numba_norms import reference as ref
-from tests.conftest import HAS_GPU, assert_close
+from numba_norms.registry import SOFTMAX_VARIANTS
+from tests.conftest import (
+    HAS_GPU,
+    assert_close,
+    check_non_finite_rows,
+    non_finite_scores,
+    softmax_of,
+)
 
 pytestmark = [
     pytest.mark.gpu,
@@ -117,3 +124,15 @@ def test_backends_agree_and_repeat_bitwise(sk):
             os.environ.pop("DISABLE_NVRTC", None)
     for a, b in zip(outs["nvrtc"], outs["numba"]):
         np.testing.assert_allclose(N(a), N(b), rtol=8e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("n", [1000, 4097])
+@pytest.mark.parametrize("variant", SOFTMAX_VARIANTS)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_rows_with_non_finite_scores(backend, dtype, variant, n):
+    """NaN / +inf / all -inf rows give NaN at their kept positions (tests/conftest.py), on the
+    GPU kernels' vector paths (numpy in and out)."""
+    x, mask = non_finite_scores(n, dtype, np.random.default_rng(n))
+    y = softmax_of(nn, variant, x, mask, 0.9)
+    assert nn.last_backend() == backend
+    check_non_finite_rows(variant, y, softmax_of(ref, variant, x, mask, 0.9), dtype)
