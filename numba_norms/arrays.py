@@ -169,7 +169,7 @@ def _lookup_dtype(dtype_like: Any) -> tuple[str | None, str]:
     return None, dt.name
 
 
-def dtype_name(dtype_like: Any) -> str:
+def dtype_name(dtype_like: Any, name: str | None = None) -> str:
     """Canonical dtype name of a numpy/ml_dtypes/torch/CuPy dtype, scalar type or string.
 
     Parameters
@@ -177,6 +177,8 @@ def dtype_name(dtype_like: Any) -> str:
     dtype_like : object
         ``numpy.float32``, ``np.dtype("float16")``, ``ml_dtypes.bfloat16``,
         ``torch.float8_e4m3fn``, ``"half"``, ``"bf16"``, ...
+    name : str, optional
+        The argument it came as, named first in the error message.
 
     Returns
     -------
@@ -188,13 +190,14 @@ def dtype_name(dtype_like: Any) -> str:
     TypeError
         If the dtype is not supported; the message lists the supported names.
     """
-    name, display = _lookup_dtype(dtype_like)
-    if name is None:
+    found, display = _lookup_dtype(dtype_like)
+    if found is None:
         raise TypeError(
-            f"unsupported dtype {display!r}; supported: {_SUPPORTED_MSG} (aliases: float32, "
+            ("" if name is None else f"{name}: ")
+            + f"unsupported dtype {display!r}; supported: {_SUPPORTED_MSG} (aliases: float32, "
             "float16/half, bfloat16, float8_e4m3fn/e4m3, float8_e5m2/e5m2)"
         )
-    return name
+    return found
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -693,10 +696,11 @@ def _check_meta(
 ) -> None:
     if dt is None or (dtypes is not None and dt not in dtypes):
         allowed = ", ".join(dtypes) if dtypes is not None else _SUPPORTED_MSG
+        allowed = allowed if dtypes is not None and len(dtypes) == 1 else f"one of {allowed}"
         hint = ""
         if display == "uint16":  # how Numba holds bf16 (our own bf16 outputs included)
             hint = " (bf16 held as uint16: numba_norms.arrays.reinterpret(a, 'bf16'))"
-        raise TypeError(f"{name}: expected dtype one of {allowed}; got {display}{hint}")
+        raise TypeError(f"{name}: expected dtype {allowed}; got {display}{hint}")
     if ndim is not None and nd != ndim:
         raise ValueError(f"{name}: expected {ndim} dimensions; got {nd} (shape {tuple(shape)})")
     if min_ndim is not None and nd < min_ndim:
@@ -762,6 +766,18 @@ def _stage_numpy(arr: np.ndarray, storage: np.dtype, stream: Any) -> tuple[Any, 
 # --------------------------------------------------------------------------------------------
 # Call
 # --------------------------------------------------------------------------------------------
+
+
+_IN_HOST_MEMORY = "array is in host memory; pass a numpy array or a device array"
+_DLPACK_CPU = 1  # kDLCPU
+
+
+def _dlpack_on_host(obj: Any) -> bool:
+    """A DLPack exporter that says its array is in CPU memory."""
+    try:
+        return obj.__dlpack_device__()[0] == _DLPACK_CPU
+    except Exception:  # no DLPack, or an exporter that cannot say: _view_foreign decides
+        return False
 
 
 class Call:
@@ -918,6 +934,8 @@ class Call:
             raise TypeError(f"{name}: {_EXPECTED_ARRAY}; got {type(obj).__name__}")
         if kind == "torch" and not obj.is_cuda:
             raise ValueError(f"{name}: torch tensor is on {obj.device}; expected a CUDA tensor")
+        if kind == "foreign" and _dlpack_on_host(obj):  # before _admit calls it a device array
+            raise ValueError(f"{name}: {type(obj).__name__} {_IN_HOST_MEMORY}")
         self._admit(obj, kind, name)
 
         if kind == "torch":
@@ -1081,10 +1099,7 @@ class Call:
         view = _view_foreign(obj, self.stream_handle, name)
         ptr, shape, strides, dtype, device, accessible, readonly = view
         if not accessible:
-            raise ValueError(
-                f"{name}: {type(obj).__name__} array is in host memory; pass a numpy array or "
-                "a device array"
-            )
+            raise ValueError(f"{name}: {type(obj).__name__} {_IN_HOST_MEMORY}")
         if writes and readonly:
             raise ValueError(f"{name}: array is read-only but the operation writes it")
         if dtype is None:  # reinterpreting needs the element size, which is unknown here

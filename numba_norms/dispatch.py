@@ -244,6 +244,16 @@ def _norm_plan(
         return _plan_cache.setdefault(cache_key, plan)
 
 
+def _on_device(device: int | None) -> contextlib.AbstractContextManager:
+    """The call's device current while it plans, loads and launches (a call on arrays of a GPU
+    other than the thread's current one runs there, as torch's device guard; not simulated)."""
+    if device is None or simulator_enabled():
+        return contextlib.nullcontext()
+    import rtc
+
+    return rtc.on_device(device)
+
+
 def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, tensors) -> None:
     """Plan and launch one norm op (``op`` is "layernorm" or "rmsnorm").
 
@@ -254,10 +264,11 @@ def run_norm(op: str, key: registry.NormKey, call, args, rows: int, cols: int, t
     choice = _choose(switch)
     mod = backend_module(choice.name, op)
     vec = tuple(tensors)
-    plan = _norm_plan(choice.name, mod, key, rows, cols, vec, call.device)
-    launch = mod.backward if key.op.endswith("_bwd") else mod.forward
-    with _scratch(call, plan.scratch_bytes) as args.scratch:
-        launch(plan, args, call.stream_handle)
+    with _on_device(call.device):
+        plan = _norm_plan(choice.name, mod, key, rows, cols, vec, call.device)
+        launch = mod.backward if key.op.endswith("_bwd") else mod.forward
+        with _scratch(call, plan.scratch_bytes) as args.scratch:
+            launch(plan, args, call.stream_handle)
     _local.backend = choice.name
     # for the ops' fast path (ops/_fast.py): what ran, the plan-cache entry it came from and
     # the DISABLE_NVRTC value it was chosen by
@@ -350,10 +361,11 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
     choice = _choose(switch)
     mod = backend_module(choice.name, "softmax")
     vec = tuple(tensors)
-    plan = _softmax_plan(choice.name, mod, op, variant, dtype, rows, cols, vec, call.device)
-    launch = mod.backward if op == "softmax_bwd" else mod.forward
-    with _scratch(call, plan.scratch_bytes) as args.scratch:
-        launch(plan, args, call.stream_handle)
+    with _on_device(call.device):
+        plan = _softmax_plan(choice.name, mod, op, variant, dtype, rows, cols, vec, call.device)
+        launch = mod.backward if op == "softmax_bwd" else mod.forward
+        with _scratch(call, plan.scratch_bytes) as args.scratch:
+            launch(plan, args, call.stream_handle)
     _local.backend = choice.name
     ck = (choice.name, call.device, op, variant, dtype, rows, cols, vec)
     _local.launch = (choice.name, plan, mod, ck, switch)  # for the ops' fast path

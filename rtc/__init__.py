@@ -34,7 +34,7 @@ from .compiler import (
     parse_arch,
 )
 from .device import DeviceInfo, device_info, driver_version, has_gpu
-from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async
+from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async, on_device
 
 __all__ = [
     "CompileError",
@@ -57,6 +57,7 @@ __all__ = [
     "has_gpu",
     "last_origin",
     "launch",
+    "on_device",
     "memset_d32_async",
     "nvrtc_version",
     "parse_arch",

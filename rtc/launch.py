@@ -7,13 +7,15 @@ opt-in, stream wrapping, occupancy) is cached on first use.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import operator
 import struct
 import threading
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Kernel", "Launcher", "as_stream", "launch", "memset_d32_async"]
+__all__ = ["Kernel", "Launcher", "as_stream", "launch", "memset_d32_async", "on_device"]
 
 # Bound lazily by _core(): importing cuda.core costs ~0.2 s, which `import rtc` should not pay.
 _Stream: Any = None
@@ -353,15 +355,15 @@ def launch(
         cfg = _new_config(grid, block, shared_mem, cooperative)
     if shared_mem > kernel._smem_limit:
         kernel.set_max_dynamic_shared_memory(shared_mem)
-    if getattr(_tls, "device", None) != kernel.device:
-        ensure_context(kernel.device)
-    if stream is None:
-        s = _LEGACY
-    elif type(stream) is _Stream:
-        s = stream
-    else:
-        s = as_stream(stream)
-    _cc_launch(s, cfg, kernel.handle, *args)
+    err, dev = _driver.cuCtxGetDevice()
+    with on_device(kernel.device) if int(err) or int(dev) != kernel.device else _NO_GUARD:
+        if stream is None:
+            s = _LEGACY
+        elif type(stream) is _Stream:
+            s = stream
+        else:
+            s = as_stream(stream)
+        _cc_launch(s, cfg, kernel.handle, *args)
 
 
 # Parameter codes of :class:`Launcher`: struct format of the value (each parameter gets its own
@@ -510,9 +512,20 @@ class Launcher:
 
     def __call__(self, stream: int, *args: Any) -> None:
         """Launch on ``stream`` (a raw ``CUstream`` handle, 0 the legacy default stream) with
-        ``args``, one per parameter code (pointers as ints)."""
-        if getattr(_tls, "device", None) != self._device:
-            ensure_context(self._device)
+        ``args``, one per parameter code (pointers as ints), on the launcher's device whatever
+        device is current (as torch's device guard)."""
+        if self._device is None:  # the current device's
+            if not getattr(_tls, "has_context", False):
+                ensure_context(None)
+        else:
+            err, dev = _driver.cuCtxGetDevice()
+            if int(err) or int(dev) != self._device:
+                with on_device(self._device):
+                    self._launch(stream, args)
+                return
+        self._launch(stream, args)
+
+    def _launch(self, stream: int, args: tuple) -> None:
         with self._lock:
             self._struct.pack_into(self._buf, 0, *args)
             cfg = self._configs.get(stream)
@@ -521,6 +534,47 @@ class Launcher:
             err = _driver.cuLaunchKernelEx(cfg, self._fn, self._addr, 0)[0]
         if int(err) != 0:
             raise RuntimeError(f"launch of {self.name} failed: {getattr(err, 'name', err)}")
+
+
+_NO_GUARD = contextlib.nullcontext()
+# device -> its primary context, retained once for the process (as torch and cuda.core do)
+_primary: dict[int, Any] = {}
+
+
+def _primary_context(device: int) -> Any:
+    ctx = _primary.get(device)
+    if ctx is None:
+        err, ctx = _driver.cuDevicePrimaryCtxRetain(_driver.CUdevice(device))
+        if int(err):
+            raise RuntimeError(f"cuDevicePrimaryCtxRetain({device}) failed: {err!r}")
+        ctx = _primary.setdefault(device, ctx)
+    return ctx
+
+
+@contextlib.contextmanager
+def on_device(device: int | None) -> Iterator[None]:
+    """Make ``device``'s primary context current for the block where another device's is (a
+    call on arrays of a GPU other than the thread's current one, as torch's device guard), and
+    current for good where the thread has none. ``None``: the current device, as it is."""
+    _core()
+    if device is None:
+        yield
+        return
+    err, dev = _driver.cuCtxGetDevice()
+    if not int(err) and int(dev) == device:
+        yield
+        return
+    if int(err):  # no current context: make the device's current (as ensure_context)
+        ensure_context(device)
+        yield
+        return
+    (err,) = _driver.cuCtxPushCurrent(_primary_context(device))
+    if int(err):
+        raise RuntimeError(f"cuCtxPushCurrent for device {device} failed: {err!r}")
+    try:
+        yield
+    finally:
+        _driver.cuCtxPopCurrent()
 
 
 def ensure_context(device: int | None = None) -> None:

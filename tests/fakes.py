@@ -44,6 +44,7 @@ class FakeDriver:
         self.memsets: list[tuple] = []
         self.programmatic: list[int] = []
         self.clusters: dict[int, tuple[int, int, int]] = {}
+        self.devices: list[int] = []  # the current device at each recorded launch
         self._codes: dict[int, str] = {}
 
     def install(self, monkeypatch) -> FakeDriver:
@@ -63,6 +64,25 @@ class FakeDriver:
     def cuCtxGetCurrent(self):
         return 0, 1
 
+    # A current device per stand-in (device 0 unless a test sets ``current``): rtc's device
+    # guard pushes a device's primary context (``("primary", device)``) and pops it.
+    current = 0
+
+    def cuCtxGetDevice(self):
+        return 0, self.current
+
+    def cuDevicePrimaryCtxRetain(self, device):
+        return 0, ("primary", int(device))
+
+    def cuCtxPushCurrent(self, ctx):
+        self._pushed = [*getattr(self, "_pushed", []), self.current]
+        self.current = ctx[1]
+        return (0,)
+
+    def cuCtxPopCurrent(self):
+        self.current = self._pushed.pop()
+        return 0, None
+
     def _record(self, fn, grid, block, stream, addr, cooperative) -> tuple:
         if not self.record:
             return (0,)
@@ -77,6 +97,7 @@ class FakeDriver:
         self.launches.append(
             (self.labels.get(fn, fn), grid, block, tuple(args), stream, cooperative)
         )
+        self.devices.append(self.current)
         return (0,)
 
     def cuMemsetD32Async(self, ptr, value, count, stream):

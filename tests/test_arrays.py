@@ -280,6 +280,13 @@ def test_foreign_view_through_strided_memory_view():
 F32_DTYPE = np.dtype(np.float32)
 
 
+class _DeviceDLPack(_HostDLPack):
+    """Says its array is on a CUDA device (kDLCUDA) while the tests replace _view_foreign."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
 def _device_view(dtype=F32_DTYPE, readonly=False):
     """What _view_foreign would say of a (4, 8) device array (no GPU needed past it)."""
     return lambda obj, handle, name="array": (0x10000, (4, 8), (8, 1), dtype, 0, True, readonly)
@@ -287,7 +294,7 @@ def _device_view(dtype=F32_DTYPE, readonly=False):
 
 def test_read_only_foreign_arrays_are_read_but_never_written(monkeypatch):
     monkeypatch.setattr(A, "_view_foreign", _device_view(readonly=True))
-    obj = _HostDLPack(np.zeros((4, 8), np.float32))
+    obj = _DeviceDLPack(np.zeros((4, 8), np.float32))
     assert Call().input(obj, "x").ptr == 0x10000
     with pytest.raises(ValueError, match="^out: array is read-only but the operation writes it"):
         Call().inout(obj, "out")
@@ -296,7 +303,7 @@ def test_read_only_foreign_arrays_are_read_but_never_written(monkeypatch):
 def test_foreign_dtype_unknown_is_not_reinterpreted(monkeypatch):
     """Without the element size the strides cannot be checked against the forced dtype."""
     monkeypatch.setattr(A, "_view_foreign", _device_view(dtype=None))
-    obj = _HostDLPack(np.zeros((4, 8), np.float32))
+    obj = _DeviceDLPack(np.zeros((4, 8), np.float32))
     with pytest.raises(TypeError, match="^x: expected dtype .* numpy cannot describe"):
         Call().input(A.reinterpret(obj, "fp16"), "x", dtypes=("fp16",))
 
@@ -733,7 +740,7 @@ def test_one_device_kind_a_call(monkeypatch):
     c = Call()
     c.input(cuda.to_device(np.zeros((4, 8), np.float32)), "x")
     with pytest.raises(ValueError, match="^gamma is a DLPack / CUDA Array Interface array but x "):
-        c.input(_HostDLPack(np.zeros((4, 8), np.float32)), "gamma")
+        c.input(_DeviceDLPack(np.zeros((4, 8), np.float32)), "gamma")
 
 
 def test_numpy_calls_without_a_gpu_are_runtime_errors():

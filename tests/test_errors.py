@@ -23,6 +23,19 @@ def _overlapping_rows(rows: int, cols: int, pitch: int) -> np.ndarray:
     return np.lib.stride_tricks.as_strided(buf, (rows, cols), (pitch * 4, 4))
 
 
+class _HostDLPack:
+    """A DLPack exporter of a CPU array that is not numpy (as a JAX or array-API CPU array)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
 def _fp8_aliased(first: str, second: str):
     """An FP8 forward given one array as both ``first`` and ``second`` (of scale, amax and
     scale_inv)."""
@@ -171,6 +184,39 @@ def _fp8_aliased(first: str, second: str):
         (lambda: _fp8_aliased("amax", "scale"), ValueError, "amax: shares memory with scale"),
         (lambda: _fp8_aliased("amax", "scale_inv"), ValueError, "amax: shares memory"),
         (lambda: nn.rmsnorm_fwd(ones(4, 8).astype(">f4"), ones(8)), TypeError, "byte order"),
+        # session 38's input fuzz (helper repros): each gave another exception type, a
+        # message not naming the argument, or was taken silently
+        (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), 10**400), ValueError, "^eps: .*finite"),
+        (lambda: nn.scaled_softmax_fwd(ones(1, 1, 4, 8), 10**400), ValueError, "^scale: "),
+        (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), np.array("0.5")), TypeError, "^eps: "),
+        (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), np.array(True)), TypeError, "^eps: "),
+        (lambda: nn.scaled_softmax_fwd(ones(1, 1, 4, 8), np.complex128(1)), TypeError, "^scale"),
+        (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), out_dtype=5), TypeError, "^out_dtype: "),
+        (
+            lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), zero_centered_gamma=[False]),
+            TypeError,
+            "^zero_centered_gamma: expected a bool",
+        ),
+        (
+            lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), zero_centered_gamma=None),
+            TypeError,
+            "^zero_centered_gamma: ",
+        ),
+        (
+            lambda: nn.rmsnorm_fwd(ones(4, 8), _HostDLPack(ones(8))),
+            ValueError,
+            "^gamma: _HostDLPack array is in host memory",
+        ),
+        (
+            lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), out=(np.zeros((4, 8)), None)),
+            TypeError,
+            r"^out\[0\] \(y\): expected dtype fp32; got float64",
+        ),
+        (
+            lambda: nn.scaled_masked_softmax_fwd(ones(1, 2, 4, 8), np.zeros((1, 1, 4, 7), bool), 1),
+            ValueError,
+            r"^mask: expected shape \[1, 1, 4, 8\]",
+        ),
     ],
 )
 def test_bad_input(call, exc, match):

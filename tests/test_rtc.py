@@ -1131,3 +1131,30 @@ def test_max_active_clusters_asks_the_driver_once(monkeypatch):
     assert drv.asked == [(("fn", 0x5000), 4, 512, 0, (4, 1, 1), 1)]
     assert k.max_active_clusters(4, 1024) == 0  # the driver refused
     assert k._occ[(512, 0)] == 2 and len(drv.asked) == 2
+
+
+def test_launcher_runs_on_its_device_whatever_device_is_current(monkeypatch):
+    """A launcher of device 1 called while device 0 is current (arrays of the second GPU, as
+    torch's device guard serves them) launches with device 1's primary context pushed, and
+    leaves device 0 current; where its device is current already, nothing is pushed."""
+    from tests.fakes import FakeDriver
+
+    drv = FakeDriver({0xE1: "k"}).install(monkeypatch)
+    fire = rtc.Launcher(0xE1, 1, 32, "P", device=1)
+    fire(0, 7)
+    assert drv.devices == [1] and drv.current == 0 and not drv._pushed
+    drv.current = 1
+    monkeypatch.setattr(drv, "cuCtxPushCurrent", None)  # a push would fail
+    fire(0, 8)
+    assert drv.devices == [1, 1] and drv.current == 1
+    with rtc.on_device(1):  # the guard dispatch puts around planning and launching
+        assert drv.current == 1
+    drv.current = 0
+    monkeypatch.undo()
+    drv = FakeDriver().install(monkeypatch)
+    with rtc.on_device(2):
+        assert drv.current == 2
+    assert drv.current == 0
+    with pytest.raises(KeyError), rtc.on_device(3):  # popped on the way out of an error too
+        raise KeyError
+    assert drv.current == 0

@@ -94,7 +94,7 @@ def norm_fwd(
     _check_vector(gt, "gamma", cols)
     if bt is not None:
         _check_vector(bt, "beta", cols, gt.dtype)
-    yd = gt.dtype if out_dtype is None else arrays.dtype_name(out_dtype)
+    yd = gt.dtype if out_dtype is None else arrays.dtype_name(out_dtype, "out_dtype")
     key = registry.NormKey(op, gt.dtype, xt.dtype, yd)
     _check_combo(op, key)
     st = _scalar(call, scale, "scale", writes=False)

@@ -49,7 +49,7 @@ def output(
     if obj is None:
         return call.output(shape, dtype, name)
     label = _label(name, index)
-    t = call.inout(obj, label)
+    t = call.inout(obj, label, dtypes=(dtype,))
     if t.dtype != dtype:
         raise TypeError(f"{label}: expected dtype {dtype}, got {t.dtype}")
     if t.shape != tuple(shape):

@@ -52,8 +52,9 @@ def _forward(variant: str, x, scale, stream, out, *, ndim: int, mask=None):
         mt = call.input(mask, "mask", dtypes=("bool", "uint8"), ndim=4)
         b, _, sq, sk = xt.shape
         if mt.shape[1:] != (1, sq, sk) or mt.shape[0] not in (1, b):
+            batch = "1" if b == 1 else f"{b} or 1"
             raise ValueError(
-                f"mask: expected shape [{b} or 1, 1, {sq}, {sk}] for x of shape {xt.shape}, "
+                f"mask: expected shape [{batch}, 1, {sq}, {sk}] for x of shape {xt.shape}, "
                 f"got {mt.shape}"
             )
     rows, cols, _ = xt.rows_cols()

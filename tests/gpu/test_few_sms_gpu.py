@@ -36,9 +36,10 @@ def few_sms(monkeypatch):
     return limits
 
 
-def _assert_rows_resident(backend: str, limits) -> None:
-    """Every plan made with rows of several CTAs has them all resident at once, and some plan
-    has rows of fewer CTAs than the registry's entry asked for."""
+def _assert_rows_resident(backend: str, limits, capped: bool) -> None:
+    """Every plan made with rows of several CTAs has them all resident at once; ``capped``:
+    some plan has rows of fewer CTAs than its entry asked for (run 223, H100 planned as 2 SMs:
+    the bf16 softmax at 131072 keys fitted uncapped)."""
     plans = [p for k, p in dispatch._plan_cache.items() if k[0] == backend]
     multi = [p for p in plans if p.ctas_per_row > 1]
     assert multi, "no plan with rows of several CTAs was made"
@@ -47,7 +48,8 @@ def _assert_rows_resident(backend: str, limits) -> None:
         mod = dispatch.backend_module(backend, op.split("_")[0] if "norm" in op else "softmax")
         occ = mod.occupancy_backward if plan.spec.config.is_backward else mod.occupancy_forward
         assert plan.ctas_per_row <= limits.sm_count * occ(plan.spec), plan
-    assert any(p.ctas_per_row < _asked(p.spec, p.cols) for p in plans), "nothing was capped"
+    if capped:
+        assert any(p.ctas_per_row < _asked(p.spec, p.cols) for p in plans), "nothing was capped"
 
 
 def _asked(spec, cols: int) -> int:
@@ -62,7 +64,7 @@ def _asked(spec, cols: int) -> int:
 def test_long_norm_rows(backend, few_sms, dtype):
     check_layernorm(backend, 9, 65536, dtype, dtype, dtype)
     check_rmsnorm(backend, 9, 65536, dtype, dtype, dtype)
-    _assert_rows_resident(backend, few_sms)
+    _assert_rows_resident(backend, few_sms, capped=True)
 
 
 @pytest.mark.parametrize("sk", [131072, 262144])
@@ -79,4 +81,4 @@ def test_long_softmax_rows(backend, few_sms, sk, dtype):
     dy = T(rng.standard_normal(x.shape), dtype)
     dx = nn.scaled_softmax_bwd(dy, y, 0.8)
     assert_close(N(dx), ref.softmax_bwd(N(dy), N(y), 0.8), dtype, scale=4, what="dx")
-    _assert_rows_resident(backend, few_sms)
+    _assert_rows_resident(backend, few_sms, capped=dtype == "fp32" or sk > 131072)
