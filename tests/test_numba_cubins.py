@@ -113,11 +113,11 @@ def test_store_builds_linked_cubins_without_a_gpu(cache_env, kind):
 def _gpu_norm_lookups(monkeypatch, spec):
     """What the GPU path of the norms asks :mod:`._cubin` for (a device of cc 9.0 faked): the
     kernels of ``spec`` and, for a forward of non-FP8 output, its amax variant."""
-    from numba_norms.backends.numba import _norms
+    from numba_norms.backends.numba import _cubin, _norms
 
     monkeypatch.setattr(_norms, "_CACHE", {})
     monkeypatch.setattr(_norms, "_gpu_present", lambda: True)
-    monkeypatch.setattr(_norms, "_device_cc", lambda: (9, 0))
+    monkeypatch.setattr(_cubin, "current_device", lambda: ((9, 0), 0))
     if spec.config.is_backward:
         _norms._backward(spec)
     else:
@@ -153,7 +153,6 @@ def test_norm_store_key_is_the_gpu_lookup_key(monkeypatch):
 def test_softmax_store_key_is_the_gpu_lookup_key(monkeypatch):
     """As for the norms, through the softmax GPU path's entry point, including a backward
     entry with the pipeline and a register cap (the Numba build drops the pipeline)."""
-    from numba import cuda
 
     from numba_norms import precompile
     from numba_norms.backends.numba import _cubin, softmax
@@ -169,9 +168,7 @@ def test_softmax_store_key_is_the_gpu_lookup_key(monkeypatch):
         softmax.store_cubins(spec, "sm_90")
         loaded = _captured(monkeypatch, _cubin, "module")
         monkeypatch.setattr(softmax, "_cache", {})
-        monkeypatch.setattr(
-            cuda, "get_current_device", lambda: SimpleNamespace(compute_capability=(9, 0))
-        )
+        monkeypatch.setattr(_cubin, "current_device", lambda: ((9, 0), 0))
         compile_ = softmax.compile_backward if spec.config.is_backward else softmax.compile_forward
         compile_(spec)
         assert len(stored) == 1 and stored == loaded, spec.kernel_key
@@ -187,7 +184,6 @@ def test_softmax_store_follows_the_spill_fallbacks(monkeypatch, frame):
     """A build whose cubin records more local memory than SPILL_LIMIT is followed by the next
     of _fallbacks, in the store as on the GPU path: the store holds every build the GPU path
     looks up, and the GPU path keeps the last."""
-    from numba import cuda
 
     from numba_norms import precompile
     from numba_norms.backends.numba import _cubin, softmax
@@ -205,9 +201,7 @@ def test_softmax_store_follows_the_spill_fallbacks(monkeypatch, frame):
     assert [b[2] for b in stored] == [(capped.threads, mc) for mc, _ in chain[: len(stored)]]
     loaded = _captured(monkeypatch, _cubin, "module", frame)
     monkeypatch.setattr(softmax, "_cache", {})
-    monkeypatch.setattr(
-        cuda, "get_current_device", lambda: SimpleNamespace(compute_capability=(9, 0))
-    )
+    monkeypatch.setattr(_cubin, "current_device", lambda: ((9, 0), 0))
     softmax.compile_forward(capped)
     assert loaded == stored
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import rtc
 
-__all__ = ["assume_device", "load", "module"]
+__all__ = ["assume_device", "current_device", "load", "module"]
 
 _DIR = Path(__file__).resolve().parent
 # The kernel factories and the constants they compile in: any edit to these makes new cubins.
@@ -236,3 +236,16 @@ def load(
     """:func:`module`'s kernel, loaded on the current device (whose compute capability is
     ``cc``)."""
     return module(key, make, signature, launch_bounds, cc).kernel("kernel")
+
+
+def current_device() -> tuple[tuple[int, int], int]:
+    """(compute capability, ordinal) of the device :func:`load` loads on: rtc's current one
+    (the context current on this thread; Numba's own notion is the context it last attached
+    here, which a device guard's push does not change). A loaded kernel belongs to one device
+    (its launcher runs there), so two GPUs of one arch keep a kernel each."""
+    from rtc.device import current_device_ordinal
+
+    ordinal = current_device_ordinal()
+    if ordinal is None:
+        raise RuntimeError("no CUDA GPU is available (set NUMBA_ENABLE_CUDASIM=1 to simulate)")
+    return tuple(rtc.device_info(ordinal).cc), ordinal

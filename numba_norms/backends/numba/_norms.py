@@ -1774,10 +1774,6 @@ def _gpu_present() -> bool:
         return False
 
 
-def _device_cc() -> tuple[int, int]:
-    return tuple(cuda.get_current_device().compute_capability)
-
-
 def _kernel_for(
     key: tuple,
     make,
@@ -1816,8 +1812,8 @@ def _kernel_for(
             if key[0] == "fin":
                 _PTX_CACHE[(key, cc)] = ptx
         return ptx
-    cc = _device_cc()
-    full_key = key + (cc,)
+    cc, ordinal = _cubin.current_device()
+    full_key = key + (cc, ordinal)
     hit = _CACHE.get(full_key)
     if hit is not None:
         return hit
@@ -2067,7 +2063,7 @@ class _Launch:
             if self.multi and self.plan.cluster == 1 and not _SIM:
                 # the plan sized the cooperative grid with the plain kernel's occupancy
                 # (a cluster grid needs no co-residency)
-                sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+                sms = rtc.device_info(_cubin.current_device()[1]).sm_count
                 resident = _occupancy(k, self.plan.spec.threads) * sms
                 if resident < self.grid[0] * self.grid[1]:
                     raise RuntimeError(

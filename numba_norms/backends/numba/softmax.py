@@ -963,13 +963,13 @@ def _compile(spec: SoftmaxSpec, backward: bool, arch: str | None) -> Any:
             ("sim", spec.kernel_key),
             lambda: _Compiled(cuda.jit(_signature(spec))(_pyfunc(spec, None)), None, threads),
         )
-    cc = tuple(cuda.get_current_device().compute_capability)
+    cc, ordinal = _cubin.current_device()
     key = ("softmax", spec.kernel_key, str(_signature(spec)), bounds)
 
     def build() -> _Compiled:
         return _Compiled(None, _load_fitting(spec, cc), threads)
 
-    return _cached(key + (cc,), build)
+    return _cached(key + (cc, ordinal), build)
 
 
 # Local memory (bytes a thread) a capped or pipelined Numba kernel may use before the next build
