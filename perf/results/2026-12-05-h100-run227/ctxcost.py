@@ -1,7 +1,10 @@
 """Session 38, run 227: the host cost of the device guard's check (cuCtxGetDevice + int())."""
+
 import time
+
 import torch
 from cuda.bindings import driver
+
 torch.zeros(1, device="cuda")
 for _ in range(3):
     t0 = time.perf_counter()
