@@ -544,6 +544,7 @@ _primary: dict[int, Any] = {}
 def _primary_context(device: int) -> Any:
     ctx = _primary.get(device)
     if ctx is None:
+        _driver.cuInit(0)  # (a no-op once the driver is initialised)
         err, ctx = _driver.cuDevicePrimaryCtxRetain(_driver.CUdevice(device))
         if int(err):
             raise RuntimeError(f"cuDevicePrimaryCtxRetain({device}) failed: {err!r}")
@@ -553,19 +554,16 @@ def _primary_context(device: int) -> Any:
 
 @contextlib.contextmanager
 def on_device(device: int | None) -> Iterator[None]:
-    """Make ``device``'s primary context current for the block where another device's is (a
-    call on arrays of a GPU other than the thread's current one, as torch's device guard), and
-    current for good where the thread has none. ``None``: the current device, as it is."""
+    """Make ``device``'s primary context current for the block where another device's is, or
+    none is (a call on arrays of a GPU other than the thread's current one, as torch's device
+    guard), and leave the thread's context as it was after it. ``None``: the current device,
+    as it is."""
     _core()
     if device is None:
         yield
         return
     err, dev = _driver.cuCtxGetDevice()
     if not int(err) and int(dev) == device:
-        yield
-        return
-    if int(err):  # no current context: make the device's current (as ensure_context)
-        ensure_context(device)
         yield
         return
     (err,) = _driver.cuCtxPushCurrent(_primary_context(device))

@@ -68,8 +68,11 @@ class FakeDriver:
     # guard pushes a device's primary context (``("primary", device)``) and pops it.
     current = 0
 
-    def cuCtxGetDevice(self):
-        return 0, self.current
+    def cuCtxGetDevice(self):  # current None: a thread with no context
+        return (0, self.current) if self.current is not None else (201, 0)
+
+    def cuInit(self, flags):
+        return (0,)
 
     def cuDevicePrimaryCtxRetain(self, device):
         return 0, ("primary", int(device))

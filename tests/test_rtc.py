@@ -1158,3 +1158,7 @@ def test_launcher_runs_on_its_device_whatever_device_is_current(monkeypatch):
     with pytest.raises(KeyError), rtc.on_device(3):  # popped on the way out of an error too
         raise KeyError
     assert drv.current == 0
+    drv.current = None  # a thread with no context (a fresh one): left with none after
+    fire = rtc.Launcher(0xE1, 1, 32, "P", device=1)
+    fire(0, 9)
+    assert drv.devices == [1] and drv.current is None

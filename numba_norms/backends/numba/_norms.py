@@ -2097,11 +2097,13 @@ def _scratch_base(args: Any, plan: NormPlan) -> int:
 
 def launchers(plan: NormPlan, device: int | None = None) -> tuple[Any, Any]:
     """(main, finalize or None) :class:`rtc.Launcher` objects of ``plan`` (GPU only; the
-    forward without the amax reduction)."""
-    rec = _launch_record(plan)
-    if plan.spec.config.is_backward:
-        return rec.launcher(rec.main), rec.launcher(rec.fin)
-    return rec.launcher(rec.forward_kernel(False)), None
+    forward without the amax reduction) on ``device`` (None: the current one): a record
+    rebuilt here, after dispatch's device guard, loads its kernels there."""
+    with rtc.on_device(device):
+        rec = _launch_record(plan)
+        if plan.spec.config.is_backward:
+            return rec.launcher(rec.main), rec.launcher(rec.fin)
+        return rec.launcher(rec.forward_kernel(False)), None
 
 
 def forward(plan: NormPlan, args: Any, stream: Any = 0) -> None:

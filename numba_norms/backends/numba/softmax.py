@@ -1178,10 +1178,13 @@ _SIM_DUMMY_U8 = np.zeros(1, np.uint8)
 
 
 def launchers(plan: RowPlan, device: int | None = None) -> tuple[Any, None]:
-    """(:class:`rtc.Launcher`, None) of ``plan`` (GPU only)."""
+    """(:class:`rtc.Launcher`, None) of ``plan`` on ``device`` (None: the current one; GPU
+    only). The fast path asks after dispatch's device guard has closed: the kernel is looked up
+    (or loaded) on ``device``, not on whichever is current."""
     spec = plan.spec
-    kern = compile_backward(spec) if spec.config.is_backward else compile_forward(spec)
-    return kern.launcher(plan), None
+    with rtc.on_device(device):
+        kern = compile_backward(spec) if spec.config.is_backward else compile_forward(spec)
+        return kern.launcher(plan), None
 
 
 def forward(plan: RowPlan, args: SoftmaxFwdArgs, stream: int) -> None:
