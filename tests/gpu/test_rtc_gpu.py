@@ -336,3 +336,31 @@ def test_wrong_arch_is_refused(mod, info):
     m = rtc.compile(SRC, ["axpb<float>"], arch=other)
     with pytest.raises(RuntimeError, match="cannot run"):
         m.kernel("axpb<float>")
+
+
+def test_launcher_in_a_thread_without_a_context(cuda, mod):
+    """A launcher called from a thread that has no current context (a fresh thread whose first
+    CUDA work this is) pushes its device's primary context for the launch and pops it: the
+    thread has no context after, and the kernel ran on the device (rtc.on_device)."""
+    import threading
+
+    from cuda.bindings import driver
+
+    n = 1000
+    host = np.arange(n, dtype=np.float32)
+    d = to_device(cuda, host)
+    k = mod.kernel("axpb<float>")
+    fire = rtc.Launcher(k, (n + 255) // 256, 256, "Pffi")
+    seen = []
+
+    def work() -> None:
+        before = int(driver.cuCtxGetCurrent()[1])
+        fire(0, ptr(d), 2.0, 1.0, n)
+        seen.append((before, int(driver.cuCtxGetCurrent()[1])))
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    cuda.synchronize()
+    assert seen == [(0, 0)]
+    np.testing.assert_array_equal(d.copy_to_host(), 2.0 * host + 1.0)
