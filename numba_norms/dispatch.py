@@ -7,6 +7,7 @@ cached per problem so a repeated call costs a dictionary lookup.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import importlib
@@ -16,6 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from . import planner, registry
 from .planner import CLUSTER_CC, DEPENDENT_LAUNCH_CC, MAX_CLUSTER, DeviceLimits, PlanError
@@ -376,11 +378,56 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
 # both cost tens of microseconds and synchronise the device. A call holds its buffer's lock
 # from taking it until its launches are queued: a backward's main kernel writes partial sums
 # that its finalize reads (rows of several CTAs: a counter reset, then the kernel), and another
-# thread's launches on the same stream must not fall in between.
-_scratch_pool: dict[tuple, tuple[object, threading.Lock]] = {}
+# thread's launches on the same stream must not fall in between. A stream handle (or a thread
+# id, for the per-thread default stream) can be reused once its stream or thread is gone, with
+# that stream's work still queued: each buffer's fence makes the next user's stream wait for
+# the last one's launches (on the same stream that wait costs nothing on the GPU).
+_SCRATCH_STREAMS = 16  # buffers kept per process; the least recently used goes first
+
+
+class _Pooled:
+    """One stream's scratch: the buffer, its lock and the fence after its last use."""
+
+    __slots__ = ("buf", "fence", "lock")
+
+    def __init__(self) -> None:
+        self.buf: Any = None
+        self.fence: Any = None
+        self.lock = threading.Lock()
+
+
+_scratch_pool: collections.OrderedDict[tuple, _Pooled] = collections.OrderedDict()
 _scratch_lock = threading.Lock()
 # CU_STREAM_PER_THREAD: one handle, a different stream in each thread
 _PER_THREAD_STREAM = 2
+
+
+def _pooled(key: tuple) -> _Pooled:
+    """The pool entry of ``key``, made (and an idle least recently used one dropped, after its
+    last use has finished on the GPU: the only host wait, and only past the pool's size)."""
+    with _scratch_lock:
+        entry = _scratch_pool.get(key)
+        if entry is not None:
+            _scratch_pool.move_to_end(key)
+            return entry
+        entry = _scratch_pool[key] = _Pooled()
+        if len(_scratch_pool) <= _SCRATCH_STREAMS:
+            return entry
+        idle = (
+            k for k, e in _scratch_pool.items() if e is not entry and e.lock.acquire(blocking=False)
+        )
+        old_key = next(idle, None)
+        if old_key is None:
+            return entry  # every other buffer is in use: keep them all for now
+        old = _scratch_pool.pop(old_key)
+    try:
+        if old.fence is not None:
+            with _on_device(old_key[0]):
+                old.fence.synchronize()  # its kernels may still use the buffer being freed
+        old.buf = None
+    finally:
+        old.lock.release()
+    return entry
 
 
 @contextlib.contextmanager
@@ -392,16 +439,26 @@ def _scratch(call, nbytes: int) -> Iterator[object]:
     if call.kind == "torch":
         yield call.scratch(nbytes)  # torch's caching allocator is stream-ordered already
         return
-    key = (call.device, call.stream_handle)
-    if call.stream_handle == _PER_THREAD_STREAM:
+    stream = call.stream_handle
+    key = (call.device, stream)
+    if stream == _PER_THREAD_STREAM:
         key += (threading.get_ident(),)
-    with _scratch_lock:
-        entry = _scratch_pool.get(key)
-        if entry is None:
-            entry = _scratch_pool[key] = (None, threading.Lock())
-    with entry[1]:
-        buf = _scratch_pool[key][0]
-        if buf is None or buf.size < nbytes:
-            buf = call.scratch(max(nbytes, 1 << 20))
-            _scratch_pool[key] = (buf, entry[1])
-        yield buf
+    entry = _pooled(key)
+    fenced = not simulator_enabled()
+    with entry.lock:
+        if entry.buf is None or entry.buf.size < nbytes:
+            if entry.fence is not None:
+                entry.fence.synchronize()  # the old buffer is freed below
+            entry.buf = None
+            entry.buf = call.scratch(max(nbytes, 1 << 20))
+        elif fenced and entry.fence is not None:
+            entry.fence.wait_on(stream)
+        try:
+            yield entry.buf
+        finally:
+            if fenced:
+                if entry.fence is None:
+                    import rtc
+
+                    entry.fence = rtc.StreamFence()
+                entry.fence.record(stream)

@@ -34,7 +34,15 @@ from .compiler import (
     parse_arch,
 )
 from .device import DeviceInfo, device_info, driver_version, has_gpu
-from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async, on_device
+from .launch import (
+    Kernel,
+    Launcher,
+    StreamFence,
+    as_stream,
+    launch,
+    memset_d32_async,
+    on_device,
+)
 
 __all__ = [
     "CompileError",
@@ -42,6 +50,7 @@ __all__ = [
     "DeviceInfo",
     "Kernel",
     "Launcher",
+    "StreamFence",
     "as_stream",
     "cache_dir",
     "cached_cubin",

@@ -604,3 +604,47 @@ def memset_d32_async(ptr: int, value: int, count: int, stream: Any = None) -> No
     (err,) = _driver.cuMemsetD32Async(ptr, value, count, handle)
     if int(err) != 0:
         raise RuntimeError(f"cuMemsetD32Async failed: {err!r}")
+
+
+class StreamFence:
+    """A point in one stream's work that later work on any stream can be made to wait for.
+
+    A pooled buffer carries one. Whoever takes the buffer next makes its stream wait for the
+    previous user's launches, then moves the fence past its own. The pool is keyed by stream
+    handle, and a destroyed stream's handle can come back as a new stream while the old one's
+    work is still queued. The event is made on the first :meth:`record`, in the current
+    context. Not thread-safe: the buffer's lock serialises its users.
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event: Any = None
+
+    def wait_on(self, stream: int) -> None:
+        """Make ``stream``'s later work wait for the last recorded point (none yet: nothing)."""
+        if self._event is not None:
+            (err,) = _driver.cuStreamWaitEvent(stream, self._event, 0)
+            _check(err, "cuStreamWaitEvent")
+
+    def record(self, stream: int) -> None:
+        """Move the fence past the work queued on ``stream`` so far."""
+        _core()
+        if self._event is None:
+            flags = _driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+            err, event = _driver.cuEventCreate(flags)
+            _check(err, "cuEventCreate")
+            self._event = event
+        (err,) = _driver.cuEventRecord(self._event, stream)
+        _check(err, "cuEventRecord")
+
+    def synchronize(self) -> None:
+        """Wait on the host until the work before the last recorded point has finished."""
+        if self._event is not None:
+            (err,) = _driver.cuEventSynchronize(self._event)
+            _check(err, "cuEventSynchronize")
+
+
+def _check(err: Any, what: str) -> None:
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {getattr(err, 'name', err)}")

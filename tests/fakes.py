@@ -45,6 +45,7 @@ class FakeDriver:
         self.programmatic: list[int] = []
         self.clusters: dict[int, tuple[int, int, int]] = {}
         self.devices: list[int] = []  # the current device at each recorded launch
+        self.events: list[tuple] = []
         self._codes: dict[int, str] = {}
 
     def install(self, monkeypatch) -> FakeDriver:
@@ -101,6 +102,24 @@ class FakeDriver:
             (self.labels.get(fn, fn), grid, block, tuple(args), stream, cooperative)
         )
         self.devices.append(self.current)
+        return (0,)
+
+    # Events (rtc.StreamFence): each entry point is logged in ``events`` as (name, event,
+    # stream); an event is a small int.
+    def cuEventCreate(self, flags):
+        self._event_count = getattr(self, "_event_count", 0) + 1
+        return 0, self._event_count
+
+    def cuEventRecord(self, event, stream):
+        self.events.append(("record", event, int(stream)))
+        return (0,)
+
+    def cuStreamWaitEvent(self, stream, event, flags):
+        self.events.append(("wait", event, int(stream)))
+        return (0,)
+
+    def cuEventSynchronize(self, event):
+        self.events.append(("synchronize", event, None))
         return (0,)
 
     def cuMemsetD32Async(self, ptr, value, count, stream):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import types
 
@@ -190,14 +191,23 @@ class _PoolCall:
         return types.SimpleNamespace(size=nbytes)
 
 
-def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(monkeypatch):
+@pytest.fixture
+def pool(monkeypatch):
+    """An empty scratch pool over the stand-in driver (its ``events`` log) and no simulator."""
+    from tests.fakes import FakeDriver
+
+    monkeypatch.setattr(dispatch, "_scratch_pool", collections.OrderedDict())
+    monkeypatch.setattr(dispatch, "simulator_enabled", lambda: False)
+    return FakeDriver().install(monkeypatch)
+
+
+def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(pool):
     """A backward's main kernel writes partial sums its finalize reads: another thread's
     launches on the same stream must not come in between, so the pooled buffer is held for the
     call's launches. The per-thread default stream (handle 2) is a different stream in each
     thread: a buffer each."""
     import threading
 
-    monkeypatch.setattr(dispatch, "_scratch_pool", {})
     got = []
 
     def other(stream):
@@ -217,6 +227,63 @@ def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(monkeypatch):
     assert got[1] == (0, mine)  # then has the same buffer
     with dispatch._scratch(_PoolCall(0), 0) as none:
         assert none is None
+
+
+def test_pooled_scratch_waits_for_its_last_use(pool):
+    """A stream handle can come back as a new stream while the destroyed one's kernels still
+    use the buffer: each use is fenced, and the next use's stream waits for the fence."""
+    with dispatch._scratch(_PoolCall(7), 64):
+        assert pool.events == []  # the first use waits for nothing
+    assert pool.events == [("record", 1, 7)]
+    with dispatch._scratch(_PoolCall(7), 64):
+        assert pool.events[-1] == ("wait", 1, 7)
+    assert pool.events[-1] == ("record", 1, 7)
+    with pytest.raises(RuntimeError), dispatch._scratch(_PoolCall(7), 64):
+        raise RuntimeError("a launch failed")
+    assert pool.events[-1] == ("record", 1, 7)  # whatever was queued is fenced too
+
+
+def test_pooled_scratch_grows_after_its_last_use(pool):
+    """A larger need replaces the buffer; the old one is freed only once its kernels are done
+    (CuPy's pool would hand it to another stream at once)."""
+    with dispatch._scratch(_PoolCall(7), 64) as small:
+        pass
+    with dispatch._scratch(_PoolCall(7), 4 << 20) as big:
+        assert big is not small and big.size == 4 << 20
+        assert pool.events[-1] == ("synchronize", 1, None)
+    with dispatch._scratch(_PoolCall(7), 64) as again:
+        assert again is big
+
+
+def test_scratch_pool_is_bounded(pool, monkeypatch):
+    """Programs that make a new stream per task must not keep a buffer per stream forever: past
+    the pool's size the least recently used idle buffer goes, after its last use finished."""
+    import threading
+
+    monkeypatch.setattr(dispatch, "_SCRATCH_STREAMS", 3)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_10():
+        with dispatch._scratch(_PoolCall(10), 64):
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=hold_10)
+    t.start()
+    assert held.wait(5)
+    for stream in (11, 12):
+        with dispatch._scratch(_PoolCall(stream), 64):
+            pass
+    with dispatch._scratch(_PoolCall(11), 64):  # 11 used again: 10 (busy), 12, 11
+        pass
+    pool.events.clear()
+    with dispatch._scratch(_PoolCall(13), 64):  # 10 is the oldest but in use: 12 goes
+        pass
+    release.set()
+    t.join(5)
+    assert [k[1] for k in dispatch._scratch_pool] == [10, 11, 13]
+    fence_of_12 = 2  # events are made at the end of a first use: 11, then 12 (10 still held)
+    assert ("synchronize", fence_of_12, None) in pool.events
 
 
 def _few_sms(monkeypatch, sms: int) -> planner.DeviceLimits:

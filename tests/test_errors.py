@@ -36,6 +36,19 @@ class _HostDLPack:
         return self.a.__dlpack_device__()
 
 
+class _CudaArrayInterface:
+    """A CUDA Array Interface exporter (as a JAX or PyCUDA array), over host memory here."""
+
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def __cuda_array_interface__(self):
+        a = self.a
+        return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, False),
+                "strides": None, "version": 3}  # fmt: skip
+
+
 def _fp8_aliased(first: str, second: str):
     """An FP8 forward given one array as both ``first`` and ``second`` (of scale, amax and
     scale_inv)."""
@@ -87,6 +100,16 @@ def _fp8_aliased(first: str, second: str):
             lambda: nn.layernorm_bwd(ones(4, 8), ones(4, 8), ones(3), ones(4), ones(8)),
             ValueError,
             "mu",
+        ),
+        (  # the right count in a shape no forward returns
+            lambda: nn.layernorm_bwd(ones(4, 8), ones(4, 8), ones(2, 2), ones(4), ones(8)),
+            ValueError,
+            r"mu: expected one value per row of x, shape \(4,\)",
+        ),
+        (
+            lambda: nn.rmsnorm_bwd(ones(2, 3, 8), ones(2, 3, 8), ones(3, 2), ones(8)),
+            ValueError,
+            "rsigma: expected one value per row",
         ),
         (
             lambda: nn.rmsnorm_bwd(ones(4, 8), ones(4, 8), ones(4), ones(8), add=ones(4, 7)),
@@ -207,6 +230,11 @@ def _fp8_aliased(first: str, second: str):
             ValueError,
             "^gamma: _HostDLPack array is in host memory",
         ),
+        (  # a device array the simulator cannot see (needs the driver to be read)
+            lambda: nn.scaled_softmax_fwd(_CudaArrayInterface(ones(1, 1, 4, 8)), 1.0),
+            TypeError,
+            "^x: _CudaArrayInterface device arrays cannot be used under the CUDA simulator",
+        ),
         (
             lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), out=(np.zeros((4, 8)), None)),
             TypeError,
@@ -248,3 +276,17 @@ def test_more_rows_than_the_kernels_index_are_refused(monkeypatch, call):
     monkeypatch.setattr(planner, "MAX_ROWS", 4)
     with pytest.raises(ValueError, match="8 rows; the kernels take at most 4"):
         call()
+
+
+@pytest.mark.parametrize("shape", [(6,), (2, 3), (2, 3, 1)])
+def test_row_statistics_in_any_row_shape(shape):
+    """mu / rsigma as the forward returns them, in x's leading shape, or with torch's trailing
+    1 (native_layer_norm) give the same gradients."""
+    rng = np.random.default_rng(3)
+    x, dy = rng.standard_normal((2, 2, 3, 8)).astype(F32)
+    g = rng.standard_normal(8).astype(F32)
+    _, mu, rs = nn.layernorm_fwd(x, g, g, 1e-5)
+    want = nn.layernorm_bwd(dy, x, mu, rs, g)
+    got = nn.layernorm_bwd(dy, x, mu.reshape(shape), rs.reshape(shape), g)
+    for w, v in zip(want, got):
+        np.testing.assert_array_equal(v, w)

@@ -149,9 +149,16 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
     planner.check_rows(rows)
     _check_same(dyt, "dy", xt, "x")
     dyt.rows_cols()
+    # one statistic per row: the forward's (rows,), x's leading shape, or that with a trailing
+    # 1 (torch.native_layer_norm's mean / rstd)
+    lead = tuple(xt.shape[:-1])
+    shapes = {(rows,), lead, (*lead, 1)}
     for t, name in ((mut, "mu"), (rst, "rsigma")):
-        if t is not None and t.size != rows:
-            raise ValueError(f"{name}: expected {rows} elements (one per row of x), got {t.shape}")
+        if t is not None and tuple(t.shape) not in shapes:
+            raise ValueError(
+                f"{name}: expected one value per row of x, shape ({rows},), {lead} or "
+                f"{(*lead, 1)}; got {tuple(t.shape)}"
+            )
         if t is not None:
             t.check_contiguous()
     _check_vector(gt, "gamma", cols)

@@ -364,3 +364,27 @@ def test_launcher_in_a_thread_without_a_context(cuda, mod):
     cuda.synchronize()
     assert seen == [(0, 0)]
     np.testing.assert_array_equal(d.copy_to_host(), 2.0 * host + 1.0)
+
+
+def test_stream_fence_orders_two_streams(mod):
+    """Work fenced on a busy stream is waited for by a second stream's later launch."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not hasattr(torch.cuda, "_sleep"):
+        pytest.skip("torch with CUDA and torch.cuda._sleep needed")
+    n = 1 << 20
+    k = mod.kernel("axpb<float>")
+    x = torch.zeros(n, device="cuda", dtype=torch.float32)
+    first, second = torch.cuda.Stream(), torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(first):
+        torch.cuda._sleep(50_000_000)  # the first stream is busy for a while
+        x.fill_(1.0)
+    fence = rtc.StreamFence()
+    fence.record(first.cuda_stream)
+    fence.wait_on(second.cuda_stream)
+    args = (x.data_ptr(), np.float32(3.0), np.float32(1.0), np.int32(n))
+    rtc.launch(k, n // 256, 256, *args, stream=second.cuda_stream)  # x = 3 x + 1 after the fill
+    fence.record(second.cuda_stream)
+    fence.synchronize()
+    assert first.query() and second.query()
+    assert bool(torch.all(x == 4.0))
