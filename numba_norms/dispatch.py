@@ -381,7 +381,8 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
 # thread's launches on the same stream must not fall in between. A stream handle (or a thread
 # id, for the per-thread default stream) can be reused once its stream or thread is gone, with
 # that stream's work still queued: each buffer's fence makes the next user's stream wait for
-# the last one's launches (on the same stream that wait costs nothing on the GPU).
+# the last one's launches (on the same stream that wait costs nothing on the GPU). Calls under
+# CUDA-graph capture are not fenced (events cannot cross a capture's boundary).
 _SCRATCH_STREAMS = 16  # buffers kept per process; the least recently used goes first
 
 
@@ -430,6 +431,12 @@ def _pooled(key: tuple) -> _Pooled:
     return entry
 
 
+def _capturing(stream: int) -> bool:
+    import rtc
+
+    return rtc.stream_capturing(stream)
+
+
 @contextlib.contextmanager
 def _scratch(call, nbytes: int) -> Iterator[object]:
     """The scratch of one call's launches (None when it needs none), held for the block."""
@@ -444,7 +451,8 @@ def _scratch(call, nbytes: int) -> Iterator[object]:
     if stream == _PER_THREAD_STREAM:
         key += (threading.get_ident(),)
     entry = _pooled(key)
-    fenced = not simulator_enabled()
+    # a graph's replays are ordered by whoever replays it: no fence in a capture
+    fenced = not simulator_enabled() and not _capturing(stream)
     with entry.lock:
         if entry.buf is None or entry.buf.size < nbytes:
             if entry.fence is not None:

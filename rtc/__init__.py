@@ -42,6 +42,7 @@ from .launch import (
     launch,
     memset_d32_async,
     on_device,
+    stream_capturing,
 )
 
 __all__ = [
@@ -72,4 +73,5 @@ __all__ = [
     "parse_arch",
     "reset_stats",
     "stats",
+    "stream_capturing",
 ]

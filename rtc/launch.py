@@ -613,7 +613,10 @@ class StreamFence:
     previous user's launches, then moves the fence past its own. The pool is keyed by stream
     handle, and a destroyed stream's handle can come back as a new stream while the old one's
     work is still queued. The event is made on the first :meth:`record`, in the current
-    context. Not thread-safe: the buffer's lock serialises its users.
+    context. Not thread-safe: the buffer's lock serialises its users. Not for streams under
+    graph capture (:func:`stream_capturing`): a capturing stream may not wait on an event
+    recorded outside its capture, and an event recorded in a capture cannot be waited on
+    outside it.
     """
 
     __slots__ = ("_event",)
@@ -643,6 +646,14 @@ class StreamFence:
         if self._event is not None:
             (err,) = _driver.cuEventSynchronize(self._event)
             _check(err, "cuEventSynchronize")
+
+
+def stream_capturing(stream: int) -> bool:
+    """Whether ``stream`` is being captured into a CUDA graph (a stream the driver cannot
+    answer for, as the legacy stream while another captures, counts as capturing)."""
+    _core()
+    err, status = _driver.cuStreamIsCapturing(stream)
+    return int(err) != 0 or status != _driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def _check(err: Any, what: str) -> None:

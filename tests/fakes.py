@@ -118,6 +118,14 @@ class FakeDriver:
         self.events.append(("wait", event, int(stream)))
         return (0,)
 
+    capturing: set = frozenset()  # stream handles under graph capture
+
+    def cuStreamIsCapturing(self, stream):
+        status = self.CUstreamCaptureStatus
+        if int(stream) in self.capturing:
+            return 0, status.CU_STREAM_CAPTURE_STATUS_ACTIVE
+        return 0, status.CU_STREAM_CAPTURE_STATUS_NONE
+
     def cuEventSynchronize(self, event):
         self.events.append(("synchronize", event, None))
         return (0,)

@@ -243,6 +243,20 @@ def test_pooled_scratch_waits_for_its_last_use(pool):
     assert pool.events[-1] == ("record", 1, 7)  # whatever was queued is fenced too
 
 
+def test_pooled_scratch_is_not_fenced_in_a_graph_capture(pool):
+    """A capturing stream may not wait on an event recorded outside the capture, and an event
+    recorded in it cannot be waited on after: captured calls leave the fence alone."""
+    with dispatch._scratch(_PoolCall(7), 64):
+        pass
+    pool.capturing = {7}
+    with dispatch._scratch(_PoolCall(7), 64):
+        pass
+    pool.capturing = set()
+    with dispatch._scratch(_PoolCall(7), 64):
+        pass
+    assert pool.events == [("record", 1, 7), ("wait", 1, 7), ("record", 1, 7)]
+
+
 def test_pooled_scratch_grows_after_its_last_use(pool):
     """A larger need replaces the buffer; the old one is freed only once its kernels are done
     (CuPy's pool would hand it to another stream at once)."""

@@ -298,3 +298,59 @@ def test_chained_kernels_read_what_the_previous_kernel_wrote(backend, cols):
         assert torch.equal(a.view(torch.int16) if a.dtype == torch.bfloat16 else a,
                            c.view(torch.int16) if c.dtype == torch.bfloat16 else c)  # fmt: skip
     assert nn.last_backend() == backend
+
+
+def _cupy_backward_case(cupy, seed: int):
+    rng = np.random.default_rng(seed)
+    x = rand((64, 1024), rng).astype(np.float32)
+    dy = rand((64, 1024), rng).astype(np.float32)
+    g = rand(1024, rng, 0.2, 1.0).astype(np.float32)
+    _, mu, rs = ref.layernorm_fwd(x, g, g, 1e-5)
+    host = (dy, x, mu.astype(np.float32).ravel(), rs.astype(np.float32).ravel(), g)
+    return host, [cupy.asarray(a) for a in host]
+
+
+def test_cupy_graph_capture_of_a_backward(backend):
+    """A CuPy backward (partials in the pooled scratch) captured into a CUDA graph, replayed
+    on new gradients: the pool's fence stays out of the capture."""
+    cupy = pytest.importorskip("cupy")
+    host, dev = _cupy_backward_case(cupy, 11)
+    outs = (cupy.empty_like(dev[1]), cupy.empty(1024, np.float32), cupy.empty(1024, np.float32))
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        nn.layernorm_bwd(*dev, out=outs)  # warm up: compile, plan, the stream's scratch
+        s.synchronize()
+        s.begin_capture()
+        nn.layernorm_bwd(*dev, out=outs)
+        graph = s.end_capture()
+    new_dy = rand((64, 1024), np.random.default_rng(12)).astype(np.float32)
+    dev[0].set(new_dy)
+    for o in outs:
+        o.fill(np.nan)
+    graph.launch(s)
+    s.synchronize()
+    want = ref.layernorm_bwd(new_dy, *host[1:])
+    for got, w, what in zip(outs, want, ("dx", "dgamma", "dbeta")):
+        assert_close(cupy.asnumpy(got), w, "fp32", scale=4, what=what)
+    with s:  # eager again after the capture: fenced as before
+        got = nn.layernorm_bwd(*dev)
+        s.synchronize()
+    assert_close(cupy.asnumpy(got[0]), want[0], "fp32", scale=4, what="dx after")
+
+
+def test_cupy_streams_take_turns_on_the_pool(backend):
+    """Backwards on many short-lived CuPy streams (each stream's handle may be a destroyed
+    one's) and more streams than the pool keeps: every result right."""
+    cupy = pytest.importorskip("cupy")
+    host, dev = _cupy_backward_case(cupy, 13)
+    want = ref.layernorm_bwd(*host)
+    results = []
+    for _ in range(20):
+        s = cupy.cuda.Stream(non_blocking=True)
+        with s:
+            results.append(nn.layernorm_bwd(*dev))
+        del s  # destroyed with its work possibly queued
+    cupy.cuda.Device().synchronize()
+    for got in results:
+        for a, w, what in zip(got, want, ("dx", "dgamma", "dbeta")):
+            assert_close(cupy.asnumpy(a), w, "fp32", scale=4, what=what)
