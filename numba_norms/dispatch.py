@@ -378,22 +378,19 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
 # both cost tens of microseconds and synchronise the device. A call holds its buffer's lock
 # from taking it until its launches are queued: a backward's main kernel writes partial sums
 # that its finalize reads (rows of several CTAs: a counter reset, then the kernel), and another
-# thread's launches on the same stream must not fall in between. A stream handle (or a thread
-# id, for the per-thread default stream) can be reused once its stream or thread is gone, with
-# that stream's work still queued: each buffer's fence makes the next user's stream wait for
-# the last one's launches (on the same stream that wait costs nothing on the GPU). Calls under
-# CUDA-graph capture are not fenced (events cannot cross a capture's boundary).
-_SCRATCH_STREAMS = 16  # buffers kept per process; the least recently used goes first
+# thread's launches on the same stream must not fall in between. Streams are told apart by the
+# driver's stream id, not the handle: a destroyed stream's handle can come back as a new
+# stream while the old one's kernels still use its buffer.
+_SCRATCH_STREAMS = 16  # buffers kept; past that the least recently used idle one is dropped
 
 
 class _Pooled:
-    """One stream's scratch: the buffer, its lock and the fence after its last use."""
+    """One stream's scratch buffer and the lock its call holds."""
 
-    __slots__ = ("buf", "fence", "lock")
+    __slots__ = ("buf", "lock")
 
     def __init__(self) -> None:
         self.buf: Any = None
-        self.fence: Any = None
         self.lock = threading.Lock()
 
 
@@ -403,38 +400,35 @@ _scratch_lock = threading.Lock()
 _PER_THREAD_STREAM = 2
 
 
+def _pool_key(device: int | None, stream: int) -> tuple:
+    sid = stream  # the simulator has no driver and does not reuse streams
+    if not simulator_enabled():
+        import rtc
+
+        try:
+            sid = rtc.stream_id(stream)
+        except RuntimeError:  # no context current yet (the launch makes one): the handle
+            pass
+    key = (device, sid)
+    return key + (threading.get_ident(),) if stream == _PER_THREAD_STREAM else key
+
+
 def _pooled(key: tuple) -> _Pooled:
-    """The pool entry of ``key``, made (and an idle least recently used one dropped, after its
-    last use has finished on the GPU: the only host wait, and only past the pool's size)."""
+    """The pool entry of ``key``, made where there is none. Past the pool's size the least
+    recently used idle entry goes: its buffer is freed as any array is (Numba's free waits for
+    the device, CuPy's pool reuses it in its stream's order)."""
     with _scratch_lock:
         entry = _scratch_pool.get(key)
         if entry is not None:
             _scratch_pool.move_to_end(key)
             return entry
         entry = _scratch_pool[key] = _Pooled()
-        if len(_scratch_pool) <= _SCRATCH_STREAMS:
-            return entry
-        idle = (
-            k for k, e in _scratch_pool.items() if e is not entry and e.lock.acquire(blocking=False)
-        )
-        old_key = next(idle, None)
-        if old_key is None:
-            return entry  # every other buffer is in use: keep them all for now
-        old = _scratch_pool.pop(old_key)
-    try:
-        if old.fence is not None:
-            with _on_device(old_key[0]):
-                old.fence.synchronize()  # its kernels may still use the buffer being freed
-        old.buf = None
-    finally:
-        old.lock.release()
-    return entry
-
-
-def _capturing(stream: int) -> bool:
-    import rtc
-
-    return rtc.stream_capturing(stream)
+        if len(_scratch_pool) > _SCRATCH_STREAMS:
+            for old_key, old in _scratch_pool.items():
+                if old is not entry and not old.lock.locked():
+                    del _scratch_pool[old_key]  # a call that took it first keeps it alive
+                    break
+        return entry
 
 
 @contextlib.contextmanager
@@ -446,27 +440,9 @@ def _scratch(call, nbytes: int) -> Iterator[object]:
     if call.kind == "torch":
         yield call.scratch(nbytes)  # torch's caching allocator is stream-ordered already
         return
-    stream = call.stream_handle
-    key = (call.device, stream)
-    if stream == _PER_THREAD_STREAM:
-        key += (threading.get_ident(),)
-    entry = _pooled(key)
-    # a graph's replays are ordered by whoever replays it: no fence in a capture
-    fenced = not simulator_enabled() and not _capturing(stream)
+    entry = _pooled(_pool_key(call.device, call.stream_handle))
     with entry.lock:
         if entry.buf is None or entry.buf.size < nbytes:
-            if entry.fence is not None:
-                entry.fence.synchronize()  # the old buffer is freed below
-            entry.buf = None
+            entry.buf = None  # the old one freed before the larger one is made
             entry.buf = call.scratch(max(nbytes, 1 << 20))
-        elif fenced and entry.fence is not None:
-            entry.fence.wait_on(stream)
-        try:
-            yield entry.buf
-        finally:
-            if fenced:
-                if entry.fence is None:
-                    import rtc
-
-                    entry.fence = rtc.StreamFence()
-                entry.fence.record(stream)
+        yield entry.buf

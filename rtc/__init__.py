@@ -37,12 +37,11 @@ from .device import DeviceInfo, device_info, driver_version, has_gpu
 from .launch import (
     Kernel,
     Launcher,
-    StreamFence,
     as_stream,
     launch,
     memset_d32_async,
     on_device,
-    stream_capturing,
+    stream_id,
 )
 
 __all__ = [
@@ -51,7 +50,6 @@ __all__ = [
     "DeviceInfo",
     "Kernel",
     "Launcher",
-    "StreamFence",
     "as_stream",
     "cache_dir",
     "cached_cubin",
@@ -73,5 +71,5 @@ __all__ = [
     "parse_arch",
     "reset_stats",
     "stats",
-    "stream_capturing",
+    "stream_id",
 ]

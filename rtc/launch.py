@@ -606,56 +606,12 @@ def memset_d32_async(ptr: int, value: int, count: int, stream: Any = None) -> No
         raise RuntimeError(f"cuMemsetD32Async failed: {err!r}")
 
 
-class StreamFence:
-    """A point in one stream's work that later work on any stream can be made to wait for.
-
-    A pooled buffer carries one. Whoever takes the buffer next makes its stream wait for the
-    previous user's launches, then moves the fence past its own. The pool is keyed by stream
-    handle, and a destroyed stream's handle can come back as a new stream while the old one's
-    work is still queued. The event is made on the first :meth:`record`, in the current
-    context. Not thread-safe: the buffer's lock serialises its users. Not for streams under
-    graph capture (:func:`stream_capturing`): a capturing stream may not wait on an event
-    recorded outside its capture, and an event recorded in a capture cannot be waited on
-    outside it.
-    """
-
-    __slots__ = ("_event",)
-
-    def __init__(self) -> None:
-        self._event: Any = None
-
-    def wait_on(self, stream: int) -> None:
-        """Make ``stream``'s later work wait for the last recorded point (none yet: nothing)."""
-        if self._event is not None:
-            (err,) = _driver.cuStreamWaitEvent(stream, self._event, 0)
-            _check(err, "cuStreamWaitEvent")
-
-    def record(self, stream: int) -> None:
-        """Move the fence past the work queued on ``stream`` so far."""
-        _core()
-        if self._event is None:
-            flags = _driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
-            err, event = _driver.cuEventCreate(flags)
-            _check(err, "cuEventCreate")
-            self._event = event
-        (err,) = _driver.cuEventRecord(self._event, stream)
-        _check(err, "cuEventRecord")
-
-    def synchronize(self) -> None:
-        """Wait on the host until the work before the last recorded point has finished."""
-        if self._event is not None:
-            (err,) = _driver.cuEventSynchronize(self._event)
-            _check(err, "cuEventSynchronize")
-
-
-def stream_capturing(stream: int) -> bool:
-    """Whether ``stream`` is being captured into a CUDA graph (a stream the driver cannot
-    answer for, as the legacy stream while another captures, counts as capturing)."""
+def stream_id(stream: int) -> int:
+    """The driver's id of ``stream`` (a raw handle; the legacy and per-thread default streams
+    included): unique for the context's lifetime, where a destroyed stream's handle can come
+    back as a new stream."""
     _core()
-    err, status = _driver.cuStreamIsCapturing(stream)
-    return int(err) != 0 or status != _driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
-
-
-def _check(err: Any, what: str) -> None:
+    err, sid = _driver.cuStreamGetId(stream)
     if int(err) != 0:
-        raise RuntimeError(f"{what} failed: {getattr(err, 'name', err)}")
+        raise RuntimeError(f"cuStreamGetId failed: {getattr(err, 'name', err)}")
+    return int(sid)

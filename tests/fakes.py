@@ -45,7 +45,6 @@ class FakeDriver:
         self.programmatic: list[int] = []
         self.clusters: dict[int, tuple[int, int, int]] = {}
         self.devices: list[int] = []  # the current device at each recorded launch
-        self.events: list[tuple] = []
         self._codes: dict[int, str] = {}
 
     def install(self, monkeypatch) -> FakeDriver:
@@ -104,31 +103,12 @@ class FakeDriver:
         self.devices.append(self.current)
         return (0,)
 
-    # Events (rtc.StreamFence): each entry point is logged in ``events`` as (name, event,
-    # stream); an event is a small int.
-    def cuEventCreate(self, flags):
-        self._event_count = getattr(self, "_event_count", 0) + 1
-        return 0, self._event_count
+    # Stream ids (rtc.stream_id): the handle's own value unless ``stream_ids`` maps it (a test
+    # gives a reused handle a new id that way).
+    stream_ids: dict = {}
 
-    def cuEventRecord(self, event, stream):
-        self.events.append(("record", event, int(stream)))
-        return (0,)
-
-    def cuStreamWaitEvent(self, stream, event, flags):
-        self.events.append(("wait", event, int(stream)))
-        return (0,)
-
-    capturing: set = frozenset()  # stream handles under graph capture
-
-    def cuStreamIsCapturing(self, stream):
-        status = self.CUstreamCaptureStatus
-        if int(stream) in self.capturing:
-            return 0, status.CU_STREAM_CAPTURE_STATUS_ACTIVE
-        return 0, status.CU_STREAM_CAPTURE_STATUS_NONE
-
-    def cuEventSynchronize(self, event):
-        self.events.append(("synchronize", event, None))
-        return (0,)
+    def cuStreamGetId(self, stream):
+        return 0, self.stream_ids.get(int(stream), int(stream))
 
     def cuMemsetD32Async(self, ptr, value, count, stream):
         if self.record:

@@ -312,7 +312,7 @@ def _cupy_backward_case(cupy, seed: int):
 
 def test_cupy_graph_capture_of_a_backward(backend):
     """A CuPy backward (partials in the pooled scratch) captured into a CUDA graph, replayed
-    on new gradients: the pool's fence stays out of the capture."""
+    on new gradients."""
     cupy = pytest.importorskip("cupy")
     host, dev = _cupy_backward_case(cupy, 11)
     outs = (cupy.empty_like(dev[1]), cupy.empty(1024, np.float32), cupy.empty(1024, np.float32))
@@ -332,7 +332,7 @@ def test_cupy_graph_capture_of_a_backward(backend):
     want = ref.layernorm_bwd(new_dy, *host[1:])
     for got, w, what in zip(outs, want, ("dx", "dgamma", "dbeta")):
         assert_close(cupy.asnumpy(got), w, "fp32", scale=4, what=what)
-    with s:  # eager again after the capture: fenced as before
+    with s:  # eager again after the capture
         got = nn.layernorm_bwd(*dev)
         s.synchronize()
     assert_close(cupy.asnumpy(got[0]), want[0], "fp32", scale=4, what="dx after")
