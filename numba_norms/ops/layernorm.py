@@ -112,7 +112,8 @@ def layernorm_bwd(
     Parameters
     ----------
     dy : array
-        Gradient of ``y``: shape of ``x``, dtype of the forward output.
+        Gradient of ``y``: shape of ``x``, dtype of ``gamma`` (as TE: a forward to another
+        ``out_dtype`` needs its gradient converted).
     x, mu, rsigma, gamma : array
         The forward's input, statistics and weight.
     zero_centered_gamma : bool

@@ -68,7 +68,7 @@ def rmsnorm_bwd(
     Parameters
     ----------
     dy, x, rsigma, gamma : array
-        Gradient of ``y`` (shape of ``x``, the forward output's dtype), the forward's input,
+        Gradient of ``y`` (shape of ``x``, ``gamma``'s dtype), the forward's input,
         statistics and weight.
     zero_centered_gamma : bool
         As in the forward.
