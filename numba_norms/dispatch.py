@@ -11,6 +11,7 @@ import collections
 import contextlib
 import dataclasses
 import importlib
+import itertools
 import os
 import threading
 import warnings
@@ -378,9 +379,11 @@ def run_softmax(op: str, variant: str, dtype: str, call, args, rows: int, cols: 
 # both cost tens of microseconds and synchronise the device. A call holds its buffer's lock
 # from taking it until its launches are queued: a backward's main kernel writes partial sums
 # that its finalize reads (rows of several CTAs: a counter reset, then the kernel), and another
-# thread's launches on the same stream must not fall in between. Streams are told apart by the
-# driver's stream id, not the handle: a destroyed stream's handle can come back as a new
-# stream while the old one's kernels still use its buffer.
+# thread's launches on the same stream must not fall in between. Keyed by the stream's handle:
+# the driver releases a destroyed stream (so its handle, which a new stream could get) only
+# once its queued work has finished. The per-thread default stream has one handle for every
+# thread; its key names the thread by a number never given twice (thread ids are reused, and an
+# ended thread's stream may still be running).
 _SCRATCH_STREAMS = 16  # buffers kept; past that the least recently used idle one is dropped
 
 
@@ -398,19 +401,17 @@ _scratch_pool: collections.OrderedDict[tuple, _Pooled] = collections.OrderedDict
 _scratch_lock = threading.Lock()
 # CU_STREAM_PER_THREAD: one handle, a different stream in each thread
 _PER_THREAD_STREAM = 2
+_thread_numbers = itertools.count()
+_thread = threading.local()
 
 
 def _pool_key(device: int | None, stream: int) -> tuple:
-    sid = stream  # the simulator has no driver and does not reuse streams
-    if not simulator_enabled():
-        import rtc
-
-        try:
-            sid = rtc.stream_id(stream)
-        except RuntimeError:  # no context current yet (the launch makes one): the handle
-            pass
-    key = (device, sid)
-    return key + (threading.get_ident(),) if stream == _PER_THREAD_STREAM else key
+    if stream != _PER_THREAD_STREAM:
+        return (device, stream)
+    number = getattr(_thread, "number", None)
+    if number is None:
+        number = _thread.number = next(_thread_numbers)
+    return (device, stream, number)
 
 
 def _pooled(key: tuple) -> _Pooled:

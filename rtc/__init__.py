@@ -34,15 +34,7 @@ from .compiler import (
     parse_arch,
 )
 from .device import DeviceInfo, device_info, driver_version, has_gpu
-from .launch import (
-    Kernel,
-    Launcher,
-    as_stream,
-    launch,
-    memset_d32_async,
-    on_device,
-    stream_id,
-)
+from .launch import Kernel, Launcher, as_stream, launch, memset_d32_async, on_device
 
 __all__ = [
     "CompileError",
@@ -71,5 +63,4 @@ __all__ = [
     "parse_arch",
     "reset_stats",
     "stats",
-    "stream_id",
 ]

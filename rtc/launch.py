@@ -604,14 +604,3 @@ def memset_d32_async(ptr: int, value: int, count: int, stream: Any = None) -> No
     (err,) = _driver.cuMemsetD32Async(ptr, value, count, handle)
     if int(err) != 0:
         raise RuntimeError(f"cuMemsetD32Async failed: {err!r}")
-
-
-def stream_id(stream: int) -> int:
-    """The driver's id of ``stream`` (a raw handle; the legacy and per-thread default streams
-    included): unique for the context's lifetime, where a destroyed stream's handle can come
-    back as a new stream."""
-    _core()
-    err, sid = _driver.cuStreamGetId(stream)
-    if int(err) != 0:
-        raise RuntimeError(f"cuStreamGetId failed: {getattr(err, 'name', err)}")
-    return int(sid)

@@ -103,13 +103,6 @@ class FakeDriver:
         self.devices.append(self.current)
         return (0,)
 
-    # Stream ids (rtc.stream_id): the handle's own value unless ``stream_ids`` maps it (a test
-    # gives a reused handle a new id that way).
-    stream_ids: dict = {}
-
-    def cuStreamGetId(self, stream):
-        return 0, self.stream_ids.get(int(stream), int(stream))
-
     def cuMemsetD32Async(self, ptr, value, count, stream):
         if self.record:
             self.memsets.append((ptr, value, count, stream))

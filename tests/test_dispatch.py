@@ -193,14 +193,8 @@ class _PoolCall:
 
 @pytest.fixture
 def pool(monkeypatch):
-    """An empty scratch pool over the stand-in driver (its ``stream_ids``), no simulator."""
-    from tests.fakes import FakeDriver
-
+    """An empty scratch pool."""
     monkeypatch.setattr(dispatch, "_scratch_pool", collections.OrderedDict())
-    monkeypatch.setattr(dispatch, "simulator_enabled", lambda: False)
-    driver = FakeDriver().install(monkeypatch)
-    driver.stream_ids = {}
-    return driver
 
 
 def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(pool):
@@ -231,18 +225,23 @@ def test_pooled_scratch_is_one_calls_until_its_launches_are_queued(pool):
         assert none is None
 
 
-def test_a_reused_stream_handle_gets_its_own_buffer(pool):
-    """A destroyed stream's handle can come back as a new stream while the old one's kernels
-    still use its buffer: the pool tells streams apart by the driver's stream id."""
-    pool.stream_ids[7] = 100
-    with dispatch._scratch(_PoolCall(7), 64) as old:
-        pass
-    with dispatch._scratch(_PoolCall(7), 64) as same:
-        assert same is old
-    pool.stream_ids[7] = 101  # stream 100 destroyed, its handle reused
-    with dispatch._scratch(_PoolCall(7), 64) as new:
-        assert new is not old
-    assert list(dispatch._scratch_pool) == [(0, 100), (0, 101)]
+def test_per_thread_streams_of_ended_threads_keep_their_buffers(pool):
+    """The per-thread default stream (handle 2) is a different stream in each thread, and a new
+    thread can get an ended one's id while the ended thread's kernels still run: each thread
+    has its own buffer, never an earlier thread's."""
+    import threading
+
+    got = []
+
+    def use():
+        with dispatch._scratch(_PoolCall(2), 64) as buf:
+            got.append((threading.get_ident(), buf))
+
+    for _ in range(3):  # one after another: CPython usually hands out the same thread id
+        t = threading.Thread(target=use)
+        t.start()
+        t.join(5)
+    assert len({id(buf) for _, buf in got}) == 3
 
 
 def test_pooled_scratch_grows(pool):
