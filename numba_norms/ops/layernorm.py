@@ -112,8 +112,8 @@ def layernorm_bwd(
     Parameters
     ----------
     dy : array
-        Gradient of ``y``: shape of ``x``, dtype of ``gamma`` (as TE: a forward to another
-        ``out_dtype`` needs its gradient converted).
+        Gradient of ``y``: shape of ``x``, dtype of ``gamma`` (the gradient of a forward to
+        another ``out_dtype`` is converted first).
     x, mu, rsigma, gamma : array
         The forward's input, statistics and weight.
     zero_centered_gamma : bool
