@@ -104,6 +104,45 @@ def check_non_finite_rows(variant: str, y, expected, dtype: str) -> None:
     assert not np.nan_to_num(y[~keep]).any()
 
 
+def huge_scores(sq: int, sk: int, dtype: str, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Finite scores ``[1, 1, sq, sk]`` (sq >= 8) at the edge of ``dtype``'s range, and a mask
+    (about 30%, columns 0 and 1 never): rows 0 and 5 all ``finfo.min`` (the usual additive
+    padding fill); row 1 the same but ``0.9 * finfo.min`` at column 0; row 2 ``finfo.max`` at
+    column 0 and ``0.75 * finfo.max`` at column 1; row 3 all -1e9 (``finfo.min`` where that is
+    out of range); rows 4 and 6 on 1000 plus standard normal noise (large scores whose
+    differences are small: exact in fp32, lost by scaling into another base first)."""
+    import ml_dtypes
+
+    from numba_norms.reference import NP
+
+    fi = ml_dtypes.finfo(NP[dtype])
+    lo, hi = float(fi.min), float(fi.max)
+    x = 1000.0 + rng.standard_normal((1, 1, sq, sk))
+    x[..., 2, :] = rng.standard_normal(sk)
+    for row in (0, 1, 5):
+        x[..., row, :] = lo
+    x[..., 1, 0] = 0.9 * lo
+    x[..., 2, :2] = (hi, 0.75 * hi)
+    x[..., 3, :] = max(-1e9, lo)
+    mask = rng.random(x.shape) < 0.3
+    mask[..., :2] = False
+    return x.astype(NP[dtype]), mask
+
+
+def check_huge_rows(variant: str, y, expected, dtype: str) -> None:
+    """The forward of :func:`huge_scores` (scale 1) against the float64 reference: every row
+    finite and as TE's arithmetic gives it, excluded positions 0."""
+    from numba_norms.reference import softmax_keep
+
+    y = np.asarray(y, np.float64)
+    expected = np.asarray(expected, np.float64)
+    assert np.isfinite(expected).all()
+    assert np.isfinite(y).all(), f"non-finite rows {np.unique(np.nonzero(~np.isfinite(y))[-2])}"
+    keep = np.broadcast_to(softmax_keep(variant, y.shape[-2], y.shape[-1]), y.shape)
+    assert_close(y, expected, dtype, what="y")
+    assert not y[~keep].any()
+
+
 def finalize_in_order(parts: np.ndarray, thread_rows: int) -> np.ndarray:
     """The finalize kernels' fp32 sum of ``parts`` ([partial_rows, cols]) over its rows, in their
     order: thread row ``t`` adds rows t, t + thread_rows, ... from 0; the ``thread_rows`` sums

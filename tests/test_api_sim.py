@@ -15,7 +15,9 @@ from numba_norms.registry import SOFTMAX_VARIANTS
 from tests.conftest import (
     SIMULATOR,
     assert_close,
+    check_huge_rows,
     check_non_finite_rows,
+    huge_scores,
     non_finite_scores,
     softmax_of,
 )
@@ -164,6 +166,23 @@ def test_rows_with_non_finite_scores(dtype, variant):
     x, mask = non_finite_scores(12, dtype, np.random.default_rng(13))
     y = softmax_of(nn, variant, x, mask, 0.9)
     check_non_finite_rows(variant, y, softmax_of(ref, variant, x, mask, 0.9), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("variant", SOFTMAX_VARIANTS)
+def test_rows_of_huge_scores(dtype, variant):
+    """Scores near the dtype's limits (a row of finfo.min padding, finfo.max, -1e9, 1000 plus
+    noise) give TE's finite rows (tests/conftest.py); they came out NaN or off by the rounding
+    of x * scale * log2(e) while the kernels exponentiated prescaled scores."""
+    x, mask = huge_scores(12, 12, dtype, np.random.default_rng(14))
+    y = softmax_of(nn, variant, x, mask, 1.0)
+    check_huge_rows(variant, y, softmax_of(ref, variant, x, mask, 1.0), dtype)
+    assert np.asarray(y, np.float64)[..., 2, 0].item() == 1.0  # finfo.max wins outright
+    # fp32's largest scale is taken (it was refused beyond FLT_MAX / log2(e))
+    ones = np.ones((1, 1, 12, 12), ref.NP[dtype])
+    big = float(np.finfo(np.float32).max)
+    check_huge_rows(variant, softmax_of(nn, variant, ones, mask, big),
+                    softmax_of(ref, variant, ones, mask, big), dtype)  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -27,10 +27,9 @@ __all__ = [
     "SoftmaxFwdArgs",
 ]
 
-# Both backends' softmax kernels take the scale as fp32 and multiply it by log2(e) (~1.4427) in
-# fp32: a scale past FLT_MAX / log2(e) (~2.359e38) would become inf there. Calls refuse
-# |scale| >= this round bound below it.
-SOFTMAX_SCALE_MAX = 2.35e38
+# Both backends' softmax kernels take the scale as fp32: calls refuse |scale| > FLT_MAX, which
+# would become inf there (FLT_MAX itself is taken).
+SOFTMAX_SCALE_MAX = 3.4028234663852886e38
 
 # Parameter layouts of the kernels, the same in both backends (``rtc.Launcher`` codes:
 # P pointer, i int32, q int64, f float32); tests check them against the CUDA C source and the

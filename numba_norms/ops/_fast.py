@@ -388,7 +388,7 @@ _sm_bwd: dict[tuple, tuple] = {}
 
 def _finite(scale: Any) -> bool:
     """A float scale the kernels take as is (the general path explains any other)."""
-    return scale.__class__ is float and -SOFTMAX_SCALE_MAX < scale < SOFTMAX_SCALE_MAX
+    return scale.__class__ is float and -SOFTMAX_SCALE_MAX <= scale <= SOFTMAX_SCALE_MAX
 
 
 def _one_out(out: Any) -> tuple[int, tuple | None]:

@@ -13,7 +13,9 @@ from numba_norms.registry import SOFTMAX_VARIANTS
 from tests.conftest import (
     HAS_GPU,
     assert_close,
+    check_huge_rows,
     check_non_finite_rows,
+    huge_scores,
     non_finite_scores,
     softmax_of,
 )
@@ -136,3 +138,18 @@ def test_rows_with_non_finite_scores(backend, dtype, variant, n):
     y = softmax_of(nn, variant, x, mask, 0.9)
     assert nn.last_backend() == backend
     check_non_finite_rows(variant, y, softmax_of(ref, variant, x, mask, 0.9), dtype)
+
+
+@pytest.mark.parametrize("sk", [1000, 4097, 32768, 131072])
+@pytest.mark.parametrize("variant", SOFTMAX_VARIANTS)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+def test_rows_of_huge_scores(backend, dtype, variant, sk):
+    """Scores near the dtype's limits give TE's finite rows (tests/conftest.py) on the GPU
+    kernels: held rows, rows over several CTAs and the streaming kernels (numpy in and out)."""
+    sq = sk if variant == "upper_triang" else 16
+    if sq > 4097:
+        pytest.skip("the upper-triangular variant takes square scores only")
+    x, mask = huge_scores(sq, sk, dtype, np.random.default_rng(sk))
+    y = softmax_of(nn, variant, x, mask, 1.0)
+    assert nn.last_backend() == backend
+    check_huge_rows(variant, y, softmax_of(ref, variant, x, mask, 1.0), dtype)

@@ -48,6 +48,7 @@ __all__ = [
     "div32",
     "dot_acc",
     "ex2",
+    "exp_diff",
     "exp_sum",
     "fmaxf",
     "inter_cta_barrier",
@@ -85,8 +86,14 @@ _SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "uint8": 1}
 _LOG2E = np.float32(1.4426950408889634)
 _ONES = 0x01010101  # four mask bytes, each masked
 _HIGH = 0x80808080
-# TE gives masked positions the score -10000 after scaling; in the log2 domain (as NVRTC's).
-MASKED_SCORE = np.float32(np.float32(-10000.0) * _LOG2E)
+# TE gives masked positions the score -10000 after scaling (softmax.cu's kMaskedScore).
+MASKED_SCORE = np.float32(-10000.0)
+# softmax.cu's kFastBase / kDirectBase: row maxima up to these magnitudes take the one-FFMA
+# exponent (exp_sum) and the streaming second pass's one-FFMA output (softmax_probs); a scale
+# above _DIRECT_SCALE keeps the latter off (scale * log2e must stay finite).
+_FAST_BASE = np.float32(2.0**20)
+_DIRECT_BASE = np.float32(64.0)
+_DIRECT_SCALE = np.float32(1e38)
 
 
 def words_per_vector(dtype: str, ne: int) -> int:
@@ -134,6 +141,16 @@ if not SIM:
     def _ex2(builder, x):
         """``ex2.approx.ftz.f32`` (``2**x``; ``ex2(-inf) == +0``), visible to NVVM's optimizer."""
         return builder.call(_llvm_fn(builder, "llvm.nvvm.ex2.approx.ftz.f", _F32, [_F32]), [x])
+
+    def _exp_diff(builder, a, b):
+        """``exp(a - b)`` as ``ex2((a - b) * log2e)`` (softmax.cu's ``exp_diff``)."""
+        d = builder.fmul(builder.fsub(a, b), ir.Constant(_F32, float(_LOG2E)))
+        return _ex2(builder, d)
+
+    def _mul_rn(builder, a, b):
+        """``a * b`` rounded to fp32 (``mul.rn.f32``): never contracted into an FFMA with a later
+        subtraction of the rounded maximum (softmax.cu's ``scaled``)."""
+        return _asm(builder, _F32, [a, b], "mul.rn.f32 $0, $1, $2;", "=f,f,f")
 
     def _counted_loop(builder, n, body, unroll: int = 4):
         """``for i in range(n): body(i)`` (i64), unrolled at most ``unroll`` times.
@@ -475,13 +492,14 @@ if not SIM:
 
     @functools.cache
     def softmax_prep(ne: int, masked: bool):
-        """``softmax_prep(v, k, mb, n_in, kscale, m, keep) -> (m, keep)``: one vector of scores.
+        """``softmax_prep(v, k, mb, n_in, scale, m, keep) -> (m, keep)``: one vector of scores.
 
-        For ``j < ne``: ``t = v[k+j] * kscale``; masked variant: a nonzero mask byte ``j`` of
-        words ``mb`` gives ``t = MASKED_SCORE``; columns ``j >= n_in`` get ``-inf``;
-        ``m = fmaxf(m, t)`` in order. ``keep`` becomes 1 if a byte of ``mb`` is zero (columns
-        outside the row must read as masked, see ``mask_from``): tested a word at a time, as a
-        per-column test took two predicates a column that ptxas packed into register bits.
+        For ``j < ne``: ``t = v[k+j] * scale`` (rounded, never contracted); masked variant: a
+        nonzero mask byte ``j`` of words ``mb`` gives ``t = MASKED_SCORE``; columns ``j >= n_in``
+        get ``-inf``; ``m = fmaxf(m, t)`` in order. ``keep`` becomes 1 if a byte of ``mb`` is
+        zero (columns outside the row must read as masked, see ``mask_from``): tested a word at a
+        time, as a per-column test took two predicates a column that ptxas packed into register
+        bits.
         """
         ret = types.Tuple((types.float32, types.int32))
         nwords = words_per_vector("uint8", ne)
@@ -490,7 +508,7 @@ if not SIM:
         high = _HIGH & ((1 << (8 * ne)) - 1 if ne < 4 else 0xFFFFFFFF)
 
         @intrinsic
-        def _prep(typingctx, v, k, mb, n_in, kscale, m, keep):
+        def _prep(typingctx, v, k, mb, n_in, scale, m, keep):
             def codegen(context, builder, sig, args):
                 vty, kty, mty, nty, sty, mmty, kpty = sig.args
                 # n_in = lim - c lies well inside int32 (both are column indices)
@@ -508,7 +526,7 @@ if not SIM:
                     ]
                 for j in range(ne):
                     p = _ptr(context, builder, vty, args[0], kty, args[1], j)
-                    t = builder.fmul(builder.load(p), ks)
+                    t = _mul_rn(builder, builder.load(p), ks)
                     inside = builder.icmp_signed(">", n, _c32(j))
                     if masked:
                         byte = builder.and_(
@@ -528,70 +546,127 @@ if not SIM:
                     )
                 return context.make_tuple(builder, ret, [mx, kp])
 
-            return ret(v, k, mb, n_in, kscale, m, keep), codegen
+            return ret(v, k, mb, n_in, scale, m, keep), codegen
 
         return _prep
 
     @functools.cache
     def exp_sum(n: int):
-        """``exp_sum(v, base) -> s``: ``v[k] = ex2(v[k] - base)`` for ``k < n``, summed in order."""
+        """``exp_sum(v, base) -> (s, unit)``: ``v[k] = exp(v[k] - base) * 2**rho`` for ``k < n``
+        and their sum in order; ``unit = 2**-rho`` makes the sum one of ``exp(v - base)`` terms
+        (softmax.cu's ``exp_terms``: one FFMA a column, ``v * log2e - c`` with ``c = base *
+        log2e`` rounded, where ``|base| <= 2**20``; ``rho`` = 0 and ``exp_diff`` beyond)."""
+        ret = types.Tuple((types.float32, types.float32))
 
         @intrinsic
         def _exp_sum(typingctx, v, base):
             def codegen(context, builder, sig, args):
                 vty, bty = sig.args
                 b = _f32(context, builder, bty, args[1])
-                s = ir.Constant(_F32, 0.0)
-                for k in range(n):
-                    p = _ptr(context, builder, vty, args[0], types.int64, ir.Constant(_I64, 0), k)
-                    d = builder.fsub(builder.load(p), b)
-                    e = _ex2(builder, d)
-                    builder.store(e, p)
-                    s = builder.fadd(s, e)
-                return s
+                log2e = ir.Constant(_F32, float(_LOG2E))
+                fabs = builder.call(_llvm_fn(builder, "llvm.nvvm.fabs.f", _F32, [_F32]), [b])
+                fast = builder.fcmp_ordered("<=", fabs, ir.Constant(_F32, float(_FAST_BASE)))
 
-            return types.float32(v, base), codegen
+                def terms(exp_of):
+                    s = ir.Constant(_F32, 0.0)
+                    for k in range(n):
+                        p = _ptr(context, builder, vty, args[0], types.int64, _ZERO64, k)
+                        e = exp_of(builder.load(p))
+                        builder.store(e, p)
+                        s = builder.fadd(s, e)
+                    return s
+
+                with builder.if_else(fast) as (then, otherwise):
+                    with then:
+                        c = _mul_rn(builder, b, log2e)
+                        neg_c = builder.fsub(ir.Constant(_F32, -0.0), c)
+                        rho = builder.fma(b, log2e, neg_c)
+                        unit_f = _ex2(builder, builder.fsub(ir.Constant(_F32, -0.0), rho))
+                        s_f = terms(lambda x: _ex2(builder, builder.fma(x, log2e, neg_c)))
+                        bb_f = builder.basic_block
+                    with otherwise:
+                        s_x = terms(lambda x: _exp_diff(builder, x, b))
+                        bb_x = builder.basic_block
+                s = builder.phi(_F32)
+                s.add_incoming(s_f, bb_f)
+                s.add_incoming(s_x, bb_x)
+                unit = builder.phi(_F32)
+                unit.add_incoming(unit_f, bb_f)
+                unit.add_incoming(ir.Constant(_F32, 1.0), bb_x)
+                return context.make_tuple(builder, ret, [s, unit])
+
+            return ret(v, base), codegen
 
         return _exp_sum
 
     @functools.cache
     def softmax_probs(ne: int, masked: bool):
-        """``softmax_probs(v, k, mb, n_in, kscale, off)``: one vector of the streaming forward's
-        output, ``v[k+j] = ex2(fma(v[k+j], kscale, -off))`` (``off`` = the row's maximum + log2 of
-        its sum: the division in the exponent); masked variant: a nonzero mask byte ``j`` gives
-        ``ex2(MASKED_SCORE - off)``; columns ``j >= n_in`` exactly 0 (softmax.cu's
-        ``vector_probs``)."""
+        """``softmax_probs(v, k, mb, n_in, scale, base, lse2)``: one vector of the streaming
+        forward's output, ``v[k+j] = exp(v[k+j] * scale - base) / 2**lse2`` (``base`` the row's
+        maximum, ``lse2`` log2 of its sum: the division in the exponent); masked variant: a
+        nonzero mask byte ``j`` gives ``MASKED_SCORE`` for the score; columns ``j >= n_in``
+        exactly 0. softmax.cu's ``RowExp`` and ``vector_probs``: where ``|base| <= 64`` one FFMA
+        a column (``x * (scale * log2e) - (base * log2e + lse2)``), else the score rounded as
+        in ``softmax_prep`` and the maximum subtracted first."""
         nwords = words_per_vector("uint8", ne)
 
         @intrinsic
-        def _probs(typingctx, v, k, mb, n_in, kscale, off):
+        def _probs(typingctx, v, k, mb, n_in, scale, base, lse2):
             def codegen(context, builder, sig, args):
-                vty, kty, mty, nty, sty, oty = sig.args
+                vty, kty, mty, nty, sty, bty, lty = sig.args
                 n = context.cast(builder, args[3], nty, types.int32)
                 ks = _f32(context, builder, sty, args[4])
-                off = _f32(context, builder, oty, args[5])
-                neg_off = builder.fsub(ir.Constant(_F32, -0.0), off)
+                b = _f32(context, builder, bty, args[5])
+                lse2 = _f32(context, builder, lty, args[6])
+                neg_lse2 = builder.fsub(ir.Constant(_F32, -0.0), lse2)
+                log2e = ir.Constant(_F32, float(_LOG2E))
                 neg_inf = ir.Constant(_F32, float("-inf"))
-                score = builder.fadd(ir.Constant(_F32, float(MASKED_SCORE)), neg_off)
+                kd = builder.fmul(ks, log2e)
+                neg_off = builder.fsub(ir.Constant(_F32, -0.0), builder.fma(b, log2e, lse2))
+                score = builder.fma(
+                    builder.fsub(ir.Constant(_F32, float(MASKED_SCORE)), b), log2e, neg_lse2
+                )
+                fabs = _llvm_fn(builder, "llvm.nvvm.fabs.f", _F32, [_F32])
+                direct = builder.and_(
+                    builder.fcmp_ordered(
+                        "<=", builder.call(fabs, [b]), ir.Constant(_F32, float(_DIRECT_BASE))
+                    ),
+                    builder.fcmp_ordered(
+                        "<=", builder.call(fabs, [ks]), ir.Constant(_F32, float(_DIRECT_SCALE))
+                    ),
+                )
                 words = []
                 if masked:
                     words = [
                         builder.load(_ptr(context, builder, mty, args[2], types.int64, _ZERO64, q))
                         for q in range(nwords)
                     ]
-                for j in range(ne):
-                    p = _ptr(context, builder, vty, args[0], kty, args[1], j)
-                    t = builder.fma(builder.load(p), ks, neg_off)
-                    if masked:
-                        byte = builder.and_(
-                            builder.lshr(words[j // 4], _c32(8 * (j % 4))), _c32(0xFF)
+
+                def outputs(exponent):
+                    for j in range(ne):
+                        p = _ptr(context, builder, vty, args[0], kty, args[1], j)
+                        t = exponent(builder.load(p))
+                        if masked:
+                            byte = builder.and_(
+                                builder.lshr(words[j // 4], _c32(8 * (j % 4))), _c32(0xFF)
+                            )
+                            nz = builder.icmp_unsigned("!=", byte, _c32(0))
+                            t = builder.select(nz, score, t)
+                        t = builder.select(builder.icmp_signed(">", n, _c32(j)), t, neg_inf)
+                        builder.store(_ex2(builder, t), p)
+
+                with builder.if_else(direct) as (then, otherwise):
+                    with then:
+                        outputs(lambda x: builder.fma(x, kd, neg_off))
+                    with otherwise:
+                        outputs(
+                            lambda x: builder.fma(
+                                builder.fsub(_mul_rn(builder, x, ks), b), log2e, neg_lse2
+                            )
                         )
-                        t = builder.select(builder.icmp_unsigned("!=", byte, _c32(0)), score, t)
-                    t = builder.select(builder.icmp_signed(">", n, _c32(j)), t, neg_inf)
-                    builder.store(_ex2(builder, t), p)
                 return context.get_dummy_value()
 
-            return types.void(v, k, mb, n_in, kscale, off), codegen
+            return types.void(v, k, mb, n_in, scale, base, lse2), codegen
 
         return _probs
 
@@ -667,7 +742,7 @@ if not SIM:
     def cta_merge(typingctx, stats, sb, ctas):
         """Merge the (max, signed sum) pairs of ``ctas`` CTAs at ``stats[sb:]``, in CTA order.
 
-        Returns ``(gm, gs, any)``: ``gm = max m_c``, ``gs = sum |s_c| * ex2(m_c - gm)``, ``any``
+        Returns ``(gm, gs, any)``: ``gm = max m_c``, ``gs = sum |s_c| * exp(m_c - gm)``, ``any``
         = 1 when some ``s_c > 0`` (the masked variant's "this CTA keeps something"). ``stats``
         a raw pointer (the scratch region: ``.cg`` loads through L2) or a shared array (the
         cluster's slots: plain loads).
@@ -709,7 +784,7 @@ if not SIM:
             def sum_step(c):
                 pm, ps = pair(c)
                 fabs = builder.call(_llvm_fn(builder, "llvm.nvvm.fabs.f", _F32, [_F32]), [ps])
-                e = _ex2(builder, builder.fsub(pm, g))
+                e = _exp_diff(builder, pm, g)
                 builder.store(builder.fadd(builder.load(gs), builder.fmul(fabs, e)), gs)
                 pos = builder.zext(builder.fcmp_ordered(">", ps, ir.Constant(_F32, 0.0)), _I32)
                 builder.store(builder.or_(builder.load(anyp), pos), anyp)
@@ -759,6 +834,17 @@ if not SIM:
             return _ex2(builder, v)
 
         return types.float32(x), codegen
+
+    @intrinsic
+    def exp_diff(typingctx, a, b):
+        """``exp(a - b)`` as ``ex2((a - b) * log2e)`` (softmax.cu's ``exp_diff``)."""
+
+        def codegen(context, builder, sig, args):
+            x = _f32(context, builder, sig.args[0], args[0])
+            y = _f32(context, builder, sig.args[1], args[1])
+            return _exp_diff(builder, x, y)
+
+        return types.float32(a, b), codegen
 
     def _mufu(instr: str):
         """An fp32 intrinsic of one PTX instruction ``instr $0, $1`` (one MUFU, as NVRTC's)."""
@@ -1209,9 +1295,10 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         nwords = words_per_vector("uint8", ne)
         high = _HIGH & ((1 << (8 * ne)) - 1 if ne < 4 else 0xFFFFFFFF)
 
-        def _prep(v, k, mb, n_in, kscale, m, keep):
+        def _prep(v, k, mb, n_in, scale, m, keep):
             for j in range(ne):
-                t = np.float32(np.float32(v[k + j]) * np.float32(kscale))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    t = np.float32(np.float32(v[k + j]) * np.float32(scale))
                 if masked and (int(mb[j // 4]) >> (8 * (j % 4))) & 0xFF:
                     t = MASKED_SCORE
                 t = t if j < n_in else np.float32(-np.inf)
@@ -1229,26 +1316,45 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     @functools.cache
     def exp_sum(n: int):
         def _exp_sum(v, base):
+            base = np.float32(base)
             s = np.float32(0.0)
+            fast = abs(base) <= _FAST_BASE
+            c = np.float32(base * _LOG2E) if fast else np.float32(0.0)
+            unit = np.float32(1.0)
+            if fast:  # fma: float64 products of two fp32 numbers are exact
+                unit = ex2(-np.float32(np.float64(base) * np.float64(_LOG2E) - np.float64(c)))
             for k in range(n):
-                e = ex2(np.float32(v[k]) - np.float32(base))
+                if fast:
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        e = ex2(np.float32(np.float64(v[k]) * np.float64(_LOG2E) - np.float64(c)))
+                else:
+                    e = exp_diff(v[k], base)
                 v[k] = e
                 s = np.float32(s + e)
-            return s
+            return s, unit
 
         return _exp_sum
 
     @functools.cache
     def softmax_probs(ne: int, masked: bool):
-        def _probs(v, k, mb, n_in, kscale, off):
-            off = np.float32(off)
-            for j in range(ne):
-                # fma: the product is exact in float64, the difference rounded (near enough)
-                with np.errstate(invalid="ignore", over="ignore"):
-                    t = np.float32(np.float64(v[k + j]) * np.float64(kscale) - np.float64(off))
+        def _probs(v, k, mb, n_in, scale, base, lse2):
+            scale, base, lse2 = np.float32(scale), np.float32(base), np.float32(lse2)
+            direct = abs(base) <= _DIRECT_BASE and abs(scale) <= _DIRECT_SCALE
+            log2e = np.float64(_LOG2E)
+            with np.errstate(invalid="ignore", over="ignore"):
+                kd = np.float64(np.float32(scale * _LOG2E))
+                off = np.float64(np.float32(np.float64(base) * log2e + np.float64(lse2)))
+                for j in range(ne):
+                    # fma: the product is exact in float64, the sum rounded (near enough)
                     if masked and (int(mb[j // 4]) >> (8 * (j % 4))) & 0xFF:
-                        t = np.float32(MASKED_SCORE - off)
-                v[k + j] = ex2(t) if j < n_in else np.float32(0.0)
+                        d = np.float32(MASKED_SCORE - base)
+                        t = np.float32(np.float64(d) * log2e - np.float64(lse2))
+                    elif direct:
+                        t = np.float32(np.float64(v[k + j]) * kd - off)
+                    else:
+                        d = np.float32(np.float32(np.float32(v[k + j]) * scale) - base)
+                        t = np.float32(np.float64(d) * log2e - np.float64(lse2))
+                    v[k + j] = ex2(t) if j < n_in else np.float32(0.0)
 
         return _probs
 
@@ -1287,7 +1393,7 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         anyp = 0
         for c in range(ctas):
             pm, ps = np.float32(stats[sb + 2 * c]), np.float32(stats[sb + 2 * c + 1])
-            gs = np.float32(gs + abs(ps) * ex2(pm - gm))
+            gs = np.float32(gs + abs(ps) * exp_diff(pm, gm))
             anyp |= int(ps > 0)
         return gm, gs, anyp
 
@@ -1300,6 +1406,11 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def ex2(x):
         with np.errstate(over="ignore", invalid="ignore"):
             return np.float32(np.exp2(np.float32(x)))
+
+    def exp_diff(a, b):
+        with np.errstate(over="ignore", invalid="ignore"):
+            d = np.float32(np.float32(np.float32(a) - np.float32(b)) * _LOG2E)
+        return ex2(d)
 
     def lg2(x):
         with np.errstate(divide="ignore", invalid="ignore"):

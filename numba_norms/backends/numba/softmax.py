@@ -64,7 +64,6 @@ _NP_STORAGE = {
 _NEG_INF = np.float32(-np.inf)
 _POS_INF = np.float32(np.inf)
 _F0 = np.float32(0.0)
-_LOG2E = np.float32(1.4426950408889634)
 
 
 # --------------------------------------------------------------------------------------------
@@ -113,7 +112,7 @@ def _forward_kernel(
     pre = 1 if prefetch else 0  # trips spent loading before the first row is reduced
     nx_next, nm_next = (nw * ldgs, mw * ldgs) if prefetch else (1, 1)  # the next row's words
     prep, exp_sum, out = ro.softmax_prep(ne, masked), ro.exp_sum(k_elts), ro.softmax_out(ne, causal)
-    ex2, rcp, st_cg2, cta_merge = ro.ex2, ro.rcp, ro.st_cg2, ro.cta_merge
+    exp_diff, rcp, st_cg2, cta_merge = ro.exp_diff, ro.rcp, ro.st_cg2, ro.cta_merge
     pair_align = ro.PAIR_ALIGN
     fmaxf, div32, rem32 = ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any = ro.warp_max, ro.warp_sum, ro.warp_any
@@ -122,7 +121,7 @@ def _forward_kernel(
     st_cluster2 = ro.st_cluster2
     ncl = 2 * wm * _CL_SLOTS if multi else 1  # [trip parity][warp_m][cluster rank][2]
     multi_warp = wn > 1
-    neg_inf, f0, log2e = _NEG_INF, _F0, _LOG2E
+    neg_inf, f0 = _NEG_INF, _F0
     f32, u32, i32 = types.float32, types.uint32, types.int32
     launch_dependents, wait_primary = ro.dependent_launch(dependent)
 
@@ -160,7 +159,6 @@ def _forward_kernel(
         col_step = ctas * step
         rows_step = cuda.gridDim.y * wm
         trips = div32(rows + rows_step - 1, rows_step)
-        kscale = scale * log2e
         # The row's partial last vector (cols % ne elements) moves element by element, once,
         # outside the unrolled loops (as in NVRTC's kernel).
         tail_n = cols % ne
@@ -222,8 +220,8 @@ def _forward_kernel(
             else:
                 lim = llim
 
-            # Load (prefetch: take this row's vector, load the next row's in its place), scale
-            # into the log2 domain, apply the mask; the row maximum along the way.
+            # Load (prefetch: take this row's vector, load the next row's in its place), scale,
+            # apply the mask; the row maximum along the way.
             m = neg_inf
             keep = i32(0)  # masked variant: an unmasked column among this thread's
             for it in range(ldgs):
@@ -249,7 +247,7 @@ def _forward_kernel(
                     if masked:
                         copy_m(mb, 0, tm, 0)
                 unpack(v, it * ne, xw, 0)
-                mk = prep(v, it * ne, mb, lim - c, kscale, m, keep)
+                mk = prep(v, it * ne, mb, lim - c, scale, m, keep)
                 m = mk[0]
                 keep = mk[1]
             if t < pre:
@@ -271,9 +269,12 @@ def _forward_kernel(
                 keep = anyk
 
             # A part with nothing kept has m = -inf: exponentiate against 0 so its terms are 0.
+            # One CTA a row: y = v / s whatever the terms' common 2**rho; rows of several
+            # exchange and scale natural sums (times `unit`).
             base = f0 if m == neg_inf else m
-            s = exp_sum(v, base)
-            s = warp_sum(s, xch, tid)
+            su = exp_sum(v, base)
+            s = warp_sum(su[0], xch, tid)
+            unit = su[1]
             if multi_warp:
                 if lane == 0:
                     s_sum[warp_m * wn + warp_n] = s
@@ -293,7 +294,8 @@ def _forward_kernel(
                 # writes it to `stats` (L2) and they meet at the counter.
                 sb = (((trip & 1) * cuda.gridDim.y + cuda.blockIdx.y) * wm + warp_m) * ctas * 2
                 cb = ((trip & 1) * wm + warp_m) * _CL_SLOTS
-                pair_s = -s if masked and keep == 0 else s
+                sn = s * unit
+                pair_s = -sn if masked and keep == 0 else sn
                 in_cluster = cluster_ctas() > 1
                 if in_cluster:
                     if valid and warp_n == 0 and lane < ctas:
@@ -313,7 +315,7 @@ def _forward_kernel(
                         row_keep = anyp != 0
                     # A CTA whose columns are all excluded has only zeros (no inf scaling).
                     if row_keep and m != neg_inf:
-                        factor = ex2(m - gm) * rcp(gs)
+                        factor = exp_diff(m, gm) * rcp(gs) * unit
             else:
                 factor = rcp(s) if row_keep else f0
 
@@ -375,14 +377,14 @@ def _stream_forward_kernel(
     mask_fill = ro.mask_from(ne)
     prep, probs = ro.softmax_prep(ne, masked), ro.softmax_probs(ne, masked)
     chunk_sum = ro.exp_sum(chunk * ne)
-    ex2, lg2, fmaxf, div32, rem32 = ro.ex2, ro.lg2, ro.fmaxf, ro.div32, ro.rem32
+    exp_diff, lg2, fmaxf, div32, rem32 = ro.exp_diff, ro.lg2, ro.fmaxf, ro.div32, ro.rem32
     warp_max, warp_sum, warp_any, row_ptr = ro.warp_max, ro.warp_sum, ro.warp_any, ro.row_ptr
     st_cg2, cta_merge, barrier_sync = ro.st_cg2, ro.cta_merge, ro.inter_cta_barrier
     cluster_ctas, cluster_sync = ro.cluster_ops(clusters)
     st_cluster2, pair_align = ro.st_cluster2, ro.PAIR_ALIGN
     ncl = 2 * _CL_SLOTS if multi else 1  # [trip parity][cluster rank][2]
     multi_warp = wn > 1
-    neg_inf, pos_inf, f0, log2e = _NEG_INF, _POS_INF, _F0, _LOG2E
+    neg_inf, pos_inf, f0 = _NEG_INF, _POS_INF, _F0
     f32, u32, i32 = types.float32, types.uint32, types.int32
     launch_dependents, wait_primary = ro.dependent_launch(dependent)
 
@@ -396,7 +398,6 @@ def _stream_forward_kernel(
         warp = tid // 32
         lane = tid % 32
         col0 = tid * ne
-        kscale = scale * log2e
         # softmax.cu's RowPart: this CTA's contiguous part [lo, lo + cols_p) of every row
         cta = cuda.blockIdx.x if multi else 0
         ctas = cuda.gridDim.x if multi else 1
@@ -477,13 +478,13 @@ def _stream_forward_kernel(
                     unpack(v, it * ne, xs, it * nw)
                     if masked:
                         copy_m(mb, 0, ms, it * mw)
-                    mk = prep(v, it * ne, mb, lim - (c0 + it * step), kscale, cm, keep)
+                    mk = prep(v, it * ne, mb, lim - (c0 + it * step), scale, cm, keep)
                     cm = mk[0]
                     keep = mk[1]
                 mm = fmaxf(m, cm)
                 base = f0 if mm == neg_inf else mm
                 acc = chunk_sum(v, base)
-                s = s * ex2(m - base) + acc
+                s = s * exp_diff(m, base) + acc[0] * acc[1]
                 m = mm
 
             # The row's maximum, then the threads' sums rescaled to it, in warp order.
@@ -502,7 +503,7 @@ def _stream_forward_kernel(
                     anyk |= s_keep[w]
                 keep = anyk
             base = f0 if gm == neg_inf else gm
-            gs = warp_sum(s * ex2(m - base), xch, tid)
+            gs = warp_sum(s * exp_diff(m, base), xch, tid)
             if multi_warp:
                 if lane == 0:
                     s_sum[warp] = gs
@@ -533,8 +534,9 @@ def _stream_forward_kernel(
                 base = f0 if rm == neg_inf else rm
                 gs = rs
             trip += 1
-            # y = 2^(score - base) / sum = 2^(score - off); a row that keeps nothing: off = +inf
-            off = base + lg2(gs) if row_keep else pos_inf
+            # y = exp(score - base) / sum = 2^((score - base) * log2e - lse2); a row that keeps
+            # nothing: lse2 = +inf
+            lse2 = lg2(gs) if row_keep else pos_inf
 
             # Second pass: every column written (zeros past the causal limit).
             yr = row_ptr(y, row * y_stride + lo)
@@ -572,7 +574,7 @@ def _stream_forward_kernel(
                     unpack(v, 0, xs, it * nw)
                     if masked:
                         copy_m(mb, 0, ms, it * mw)
-                    probs(v, 0, mb, lim - c, kscale, off)
+                    probs(v, 0, mb, lim - c, scale, base, lse2)
                     pack(xw, 0, v, 0)
                     if c + ne <= cols_p:
                         st_y_cs(yr, c, xw, 0)

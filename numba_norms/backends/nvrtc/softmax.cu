@@ -9,8 +9,11 @@
 // in CTA order. Everything is fp32 and runs in a fixed order, so results are bitwise
 // reproducible. Storage types, vectors, warp_sum and the barrier come from norms.cuh.
 //
-// exp(v - max) is computed as exp2(v * log2e - max * log2e) with ex2.approx.ftz: the scores are
-// prescaled by scale * log2e on load, so each element costs one FMUL and one MUFU.EX2.
+// Scores are x * scale rounded to fp32, as TE's. exp(v - max) is ex2(v * log2e - c) with
+// ex2.approx.ftz and c = max * log2e rounded (exp_terms: one FFMA and one MUFU a column, the
+// same 2^rho on every term), or ex2((v - max) * log2e) where |max| > 2^20. (Until session 40 the
+// scores were scaled by scale * log2e on load, which overflowed for |x * scale| > FLT_MAX /
+// log2e: a row of finfo(dtype).min padding came out NaN, where TE's is uniform.)
 #include "norms.cuh"
 
 // The launcher compiles kernels for plans with one CTA a row with SOFTMAX_MULTI_CTA=0, which
@@ -60,6 +63,57 @@ __device__ __forceinline__ float lg2(float x) {
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// exp(a - b) for a <= b (or b = 0 where nothing is kept): the difference of two finite scaled
+// scores is finite, and ex2.approx(-inf) = +0 for columns that are excluded.
+__device__ __forceinline__ float exp_diff(float a, float b) { return ex2((a - b) * kLog2e); }
+
+// Row maxima up to this magnitude take the one-FFMA exponent (exp_terms); beyond it (scores
+// near the fp32 limit, +inf) the difference is taken first, one FMUL a column more (H100
+// session 40: 0.89-0.94x at 32768 and 131072 keys where every column took it).
+constexpr float kFastBase = 1048576.0f;  // 2^20: c below 2^21, |rho| <= 2^-4
+// The streaming second pass's one-FFMA output (vector_probs) holds its error, about
+// |score| * 2^-23 + ulp(base * log2e + lse2), within fp32's tolerance up to this maximum.
+constexpr float kDirectBase = 64.0f;
+
+// v <- exp(v - base) * 2^rho and their sum in order, with `unit` = 2^-rho (the factor that
+// makes a sum one of exp(v - base) terms; 1 on the exact path). Where |base| <= kFastBase the
+// exponent is one FFMA, v * log2e - c with c = base * log2e rounded: the product is exact
+// inside it, so every term carries the same 2^rho (rho = base * log2e - c, exact by FFMA) and
+// ratios of terms are as exact as exp_diff's. Beyond that, exp_diff.
+template <int A, int N>
+__device__ __forceinline__ float exp_terms(float (&v)[A][N], float base, float& unit) {
+  float s = 0.f;
+  if (fabsf(base) <= kFastBase) {
+    const float c = __fmul_rn(base, kLog2e);
+    unit = ex2(-fmaf(base, kLog2e, -c));
+#pragma unroll
+    for (int it = 0; it < A; ++it) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        v[it][j] = ex2(fmaf(v[it][j], kLog2e, -c));
+        s += v[it][j];
+      }
+    }
+  } else {
+    unit = 1.f;
+#pragma unroll
+    for (int it = 0; it < A; ++it) {
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        v[it][j] = exp_diff(v[it][j], base);
+        s += v[it][j];
+      }
+    }
+  }
+  return s;
+}
+
+// x * scale rounded to fp32 (TE's score). Never contracted into an FFMA with the maximum's
+// subtraction: the exact product minus its rounded maximum is not 0 (up to 2^103 near FLT_MAX).
+__device__ __forceinline__ float scaled(float x, float scale) { return __fmul_rn(x, scale); }
 
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
@@ -279,7 +333,7 @@ __device__ __forceinline__ void merge_max_sum(Part part, int ctas, float& gm, fl
 #pragma unroll 1
   for (int c = 0; c < ctas; ++c) {
     const float2 p = part(c);
-    gs += fabsf(p.y) * ex2(p.x - gm);
+    gs += fabsf(p.y) * exp_diff(p.x, gm);
     any |= p.y > 0.f;
   }
 }
@@ -363,16 +417,15 @@ struct FwdSlice {
   }
 };
 
-constexpr float kLog2e = 1.4426950408889634f;
-// TE gives masked positions the score -10000 (after scaling); in the log2 domain used here.
-constexpr float kMaskedScore = -10000.0f * kLog2e;
+// TE gives masked positions the score -10000 (after scaling).
+constexpr float kMaskedScore = -10000.0f;
 
-// The scaled and masked forward's first pass over a slice: v = the scores in the log2 domain
+// The scaled and masked forward's first pass over a slice: v = the scaled scores
 // (masked positions kMaskedScore; with CHECKED, columns at or past lim -inf), m = their maximum,
 // `unmasked` as in MaskBytes::any_unmasked.
 template <bool CHECKED, typename T, int N, int LDGS, int VARIANT>
 __device__ __forceinline__ void fwd_scores(const FwdSlice<T, N, LDGS, VARIANT>& now, int col0,
-                                           int col_step, int lim, float k, float (&v)[LDGS][N],
+                                           int col_step, int lim, float scale, float (&v)[LDGS][N],
                                            float& m, unsigned& unmasked) {
 #pragma unroll
   for (int it = 0; it < LDGS; ++it) {
@@ -381,7 +434,7 @@ __device__ __forceinline__ void fwd_scores(const FwdSlice<T, N, LDGS, VARIANT>& 
     now.p[it].to_float(f);
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      float t = f[j] * k;
+      float t = scaled(f[j], scale);
       if constexpr (VARIANT == 1) t = now.mb[it].masked(j) ? kMaskedScore : t;
       if constexpr (CHECKED) t = c + j < lim ? t : neg_inf();
       v[it][j] = t;
@@ -422,7 +475,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const int col_step = ctas * WARPS_N * 32 * N;
   const int rows_step = gridDim.y * WARPS_M;
   const int trips = (rows - 1) / rows_step + 1;  // rows >= 1; no overflow near INT_MAX
-  const float k = scale * kLog2e;
   const Tail tail(cols, N, col0, col_step);
   const auto row_of = [&](int trip) {
     return (trip * gridDim.y + blockIdx.y) * WARPS_M + warp_m;
@@ -450,10 +502,10 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     }
     const int lim = now.lim;
 
-    // Scale into the log2 domain, apply the mask; the row maximum along the way. Masked
-    // variant: whether this thread has an unmasked column comes from the mask words (columns
-    // outside the row read as masked); tested per column, it kept two predicates a column
-    // alive, which ptxas packed into register bits.
+    // Scale, apply the mask; the row maximum along the way. Masked variant: whether this
+    // thread has an unmasked column comes from the mask words (columns outside the row read as
+    // masked); tested per column, it kept two predicates a column alive, which ptxas packed
+    // into register bits.
     float v[LDGS][N];
     float m = neg_inf();
     unsigned unmasked = 0u;
@@ -466,7 +518,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         now.p[it].to_float(f);
 #pragma unroll
         for (int j = 0; j < N; ++j) {
-          float t = f[j] * k;
+          float t = scaled(f[j], scale);
           // j < n_in saves an add a column against c + j < lim and ran 1-3% faster in the
           // causal kernels, but 3-4% slower in the scaled one at 4096 keys (run 38 A/B).
           const bool in = j < n_in;
@@ -482,9 +534,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       // second copy cost registers. (The maximum as a tree of per-position maxima instead of one
       // chain ran 0.70-1.00x there.)
       if (lim >= col0 + (LDGS - 1) * col_step + N) {
-        fwd_scores<false>(now, col0, col_step, lim, k, v, m, unmasked);
+        fwd_scores<false>(now, col0, col_step, lim, scale, v, m, unmasked);
       } else {
-        fwd_scores<true>(now, col0, col_step, lim, k, v, m, unmasked);
+        fwd_scores<true>(now, col0, col_step, lim, scale, v, m, unmasked);
       }
     }
     bool keep = unmasked != 0u;
@@ -509,16 +561,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     }
 
     // A CTA part with nothing kept has m = -inf: exponentiate against 0 so its terms are 0.
+    // One CTA a row: y = v / s whatever the terms' common 2^rho; rows of several exchange and
+    // scale natural sums (times `unit`).
     const float base = m == neg_inf() ? 0.f : m;
-    float s = 0.f;
-#pragma unroll
-    for (int it = 0; it < LDGS; ++it) {
-#pragma unroll
-      for (int j = 0; j < N; ++j) {
-        v[it][j] = ex2(v[it][j] - base);
-        s += v[it][j];
-      }
-    }
+    float unit;
+    float s = exp_terms(v, base, unit);
     s = nn::warp_sum(s);
     if constexpr (WARPS_N > 1) {
       if (lane == 0) s_sum[warp_m][warp_n] = s;
@@ -536,7 +583,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       // One (max, sum) pair per CTA; for the masked variant the sum's sign carries "this CTA
       // keeps nothing" (every CTA owns a column, so its sum is >= 1 and the sign is free).
       const RowParts<WARPS_M> parts(stats, trip, warp_m);
-      parts.exchange(make_float2(m, MASKED && !keep ? -s : s), valid && warp_n == 0, lane, ctas,
+      const float sn = s * unit;
+      parts.exchange(make_float2(m, MASKED && !keep ? -sn : sn), valid && warp_n == 0, lane, ctas,
                      barrier, trip);
       // Every CTA merges all pairs in CTA order, so all agree bitwise. (Rows past the end read
       // unwritten slots and store nothing.)
@@ -549,7 +597,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       }
       if constexpr (MASKED) row_keep = any;
       // A CTA whose columns are all excluded holds only zeros (not to be scaled by inf).
-      factor = row_keep && m != neg_inf() ? ex2(m - gm) * rcp(gs) : 0.f;
+      factor = row_keep && m != neg_inf() ? exp_diff(m, gm) * rcp(gs) * unit : 0.f;
     } else {
       factor = row_keep ? rcp(s) : 0.f;
     }
@@ -650,16 +698,16 @@ __device__ __forceinline__ void load_vector(nn::Pack<T, N>& p, MaskBytes<N>& mb,
   }
 }
 
-// Scores of one vector in the log2 domain (fwd_scores' rules): masked positions kMaskedScore;
+// Scaled scores of one vector (fwd_scores' rules): masked positions kMaskedScore;
 // with CHECKED, columns at or past lim (j >= n_in) -inf.
 template <bool CHECKED, typename T, int N, bool MASKED>
 __device__ __forceinline__ void vector_scores(const nn::Pack<T, N>& p, const MaskBytes<N>& mb,
-                                              int n_in, float k, float (&v)[N]) {
+                                              int n_in, float scale, float (&v)[N]) {
   float f[N];
   p.to_float(f);
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    float t = f[j] * k;
+    float t = scaled(f[j], scale);
     if constexpr (MASKED) t = mb.masked(j) ? kMaskedScore : t;
     if constexpr (CHECKED) t = j < n_in ? t : neg_inf();
     v[j] = t;
@@ -671,12 +719,13 @@ __device__ __forceinline__ void vector_scores(const nn::Pack<T, N>& p, const Mas
 // (every chunk but the last of a scaled or masked row): two instructions a column less.
 template <bool CHECKED, typename T, int N, int CHUNK, int STEP, bool MASKED>
 __device__ __forceinline__ float chunk_scores(const nn::Pack<T, N> (&p)[CHUNK],
-                                              const MaskBytes<N> (&mb)[CHUNK], int n_in, float k,
-                                              float (&v)[CHUNK][N], unsigned& unmasked) {
+                                              const MaskBytes<N> (&mb)[CHUNK], int n_in,
+                                              float scale, float (&v)[CHUNK][N],
+                                              unsigned& unmasked) {
   float cm = neg_inf();
 #pragma unroll
   for (int it = 0; it < CHUNK; ++it) {
-    vector_scores<CHECKED, T, N, MASKED>(p[it], mb[it], n_in - it * STEP, k, v[it]);
+    vector_scores<CHECKED, T, N, MASKED>(p[it], mb[it], n_in - it * STEP, scale, v[it]);
     if constexpr (MASKED) mb[it].any_unmasked(unmasked);
 #pragma unroll
     for (int j = 0; j < N; ++j) cm = fmaxf(cm, v[it][j]);
@@ -684,20 +733,49 @@ __device__ __forceinline__ float chunk_scores(const nn::Pack<T, N> (&p)[CHUNK],
   return cm;
 }
 
-// y of one vector of the streaming forward's second pass: 2^(score - off), where off is the
-// row's maximum plus log2 of its sum, so the division is in the exponent (one FFMA and one
-// MUFU a column); masked positions kMaskedScore, with CHECKED columns j >= n_in exactly 0.
-template <bool CHECKED, typename T, int N, bool MASKED>
+// The streaming second pass's exponent for one row, y = exp(score - base) / sum =
+// 2^((score - base) * log2e - lse2) (lse2: log2 of the row's sum; +inf where nothing is kept),
+// so the division is in the exponent. `direct` rows (|base| <= kDirectBase) take it as one
+// FFMA, x * k - off; the others round the score as the first pass did and subtract the maximum
+// first (FMUL, FADD, FFMA).
+struct RowExp {
+  float scale, base, lse2, k, off, masked;
+  bool direct;
+
+  __device__ __forceinline__ RowExp(float scale_, float base_, float lse2_)
+      : scale(scale_), base(base_), lse2(lse2_) {
+    k = scale * kLog2e;
+    off = fmaf(base, kLog2e, lse2);
+    masked = fmaf(kMaskedScore - base, kLog2e, -lse2);
+    direct = fabsf(base) <= kDirectBase && fabsf(scale) <= 1e38f;  // (k finite)
+  }
+};
+
+// y of one vector of the streaming forward's second pass (RowExp, DIRECT as its `direct`);
+// masked positions kMaskedScore, with CHECKED columns j >= n_in exactly 0.
+template <bool CHECKED, bool DIRECT, typename T, int N, bool MASKED>
 __device__ __forceinline__ void vector_probs(const nn::Pack<T, N>& p, const MaskBytes<N>& mb,
-                                             int n_in, float k, float off, float (&v)[N]) {
+                                             int n_in, const RowExp& e, float (&v)[N]) {
   float f[N];
   p.to_float(f);
 #pragma unroll
   for (int j = 0; j < N; ++j) {
-    float t = fmaf(f[j], k, -off);
-    if constexpr (MASKED) t = mb.masked(j) ? kMaskedScore - off : t;
+    float t = DIRECT ? fmaf(f[j], e.k, -e.off)
+                     : fmaf(scaled(f[j], e.scale) - e.base, kLog2e, -e.lse2);
+    if constexpr (MASKED) t = mb.masked(j) ? e.masked : t;
     if constexpr (CHECKED) t = j < n_in ? t : neg_inf();
     v[j] = ex2(t);
+  }
+}
+
+// vector_probs the row's way (a branch the whole CTA takes alike).
+template <bool CHECKED, typename T, int N, bool MASKED>
+__device__ __forceinline__ void row_probs(const nn::Pack<T, N>& p, const MaskBytes<N>& mb,
+                                          int n_in, const RowExp& e, float (&v)[N]) {
+  if (e.direct) {
+    vector_probs<CHECKED, true, T, N, MASKED>(p, mb, n_in, e, v);
+  } else {
+    vector_probs<CHECKED, false, T, N, MASKED>(p, mb, n_in, e, v);
   }
 }
 
@@ -785,7 +863,6 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const int col0 = threadIdx.x * N;
-  const float k = scale * kLog2e;
   const int ctas = nnsm::row_ctas();  // (a one-CTA build: every CTA the row)
   const RowPart part(cols, ctas, N);
   __shared__ float s_max[WARPS_N];
@@ -832,17 +909,13 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       float v[CHUNK][N];
       const float cm =
           c0 + CHUNK * STEP - STEP + N <= lim
-              ? chunk_scores<false, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unmasked)
-              : chunk_scores<true, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, k, v, unmasked);
+              ? chunk_scores<false, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, scale, v, unmasked)
+              : chunk_scores<true, T, N, CHUNK, STEP, MASKED>(p, mb, lim - c0, scale, v, unmasked);
       const float mm = fmaxf(m, cm);
       const float base = mm == neg_inf() ? 0.f : mm;
-      float acc = 0.f;
-#pragma unroll
-      for (int it = 0; it < CHUNK; ++it) {
-#pragma unroll
-        for (int j = 0; j < N; ++j) acc += ex2(v[it][j] - base);
-      }
-      s = s * ex2(m - base) + acc;
+      float unit;
+      const float acc = exp_terms(v, base, unit);
+      s = s * exp_diff(m, base) + acc * unit;
       m = mm;
     }
 
@@ -867,7 +940,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       }
     }
     float base = gm == neg_inf() ? 0.f : gm;
-    float gs = nn::warp_sum(s * ex2(m - base));
+    float gs = nn::warp_sum(s * exp_diff(m, base));
     if constexpr (WARPS_N > 1) {
       if (lane == 0) s_sum[warp] = gs;
       __syncthreads();
@@ -893,8 +966,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       base = rm == neg_inf() ? 0.f : rm;
       gs = rs;
     }
-    // y = 2^(score - base) / sum = 2^(score - off); a row that keeps nothing gets off = +inf.
-    const float off = row_keep ? base + lg2(gs) : __int_as_float(0x7f800000);
+    const RowExp ex(scale, base, row_keep ? lg2(gs) : __int_as_float(0x7f800000));
 
     // Second pass: every column of the part is written (zeros past the causal limit, also
     // where the row holds NaN or inf, as softmax_fwd).
@@ -929,7 +1001,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
 #pragma unroll
         for (int it = 0; it < CHUNK; ++it) {
           float v[N];
-          vector_probs<false, T, N, MASKED>(p[it], mb[it], N, k, off, v);
+          row_probs<false, T, N, MASKED>(p[it], mb[it], N, ex, v);
           nn::Pack<T, N> out;
           out.from_float(v);
           store_cs(out, yr + c0 + it * STEP);
@@ -940,7 +1012,7 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
       for (int it = 0; it < CHUNK; ++it) {
         const int c = c0 + it * STEP;
         float v[N];
-        vector_probs<true, T, N, MASKED>(p[it], mb[it], lim - c, k, off, v);
+        row_probs<true, T, N, MASKED>(p[it], mb[it], lim - c, ex, v);
         nn::Pack<T, N> out;
         out.from_float(v);
         if (c + N <= len) {
