@@ -153,3 +153,42 @@ def test_rows_of_huge_scores(backend, dtype, variant, sk):
     y = softmax_of(nn, variant, x, mask, 1.0)
     assert nn.last_backend() == backend
     check_huge_rows(variant, y, softmax_of(ref, variant, x, mask, 1.0), dtype)
+
+
+@pytest.mark.parametrize("variant", ["scaled", "masked", "aligned_causal"])
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_minus_inf_rows_over_several_ctas(backend, dtype, variant, monkeypatch):
+    """Rows held by 5 CTAs (an entry of 2048 columns a CTA forced on 8193 keys): a row whose
+    kept scores are all -inf is NaN there as on one CTA (it was 0: the CTAs' maximum was -inf
+    and, masked, a sum of +0 read as "keeps nothing"); with masked positions it is 1 / count
+    there; a -inf row but one column (in the fourth CTA of five) is 1 there."""
+    from numba_norms import dispatch, registry
+
+    seen = []
+
+    def held(op, variant_, dt, cols, **kw):
+        cfg = registry.SoftmaxConfig(op, "block", 2048, dt, 1, 4, 16, variant_, 2)
+        seen.append(cfg)
+        return cfg
+
+    monkeypatch.setattr(registry, "select_softmax", held)
+    monkeypatch.setattr(dispatch, "_plan_cache", {})
+    sq, sk = 4, 8193
+    x = np.random.default_rng(8).standard_normal((1, 1, sq, sk)).astype(np.float32)
+    x[..., 0:2, :] = -np.inf
+    x[..., 3, :] = -np.inf
+    x[..., 3, sk - 5] = 0.0
+    mask = np.zeros(x.shape, bool)
+    mask[..., 1, 100:110] = True
+    if dtype == "bf16":
+        x = x.astype(ref.NP["bf16"])
+    y = np.asarray(softmax_of(nn, variant, x, mask, 1.0), np.float64)
+    assert nn.last_backend() == backend and seen, "the forced entry was not used"
+    want = softmax_of(ref, variant, x, mask, 1.0)
+    keep = np.broadcast_to(ref.softmax_keep(variant, sq, sk), y.shape)
+    nan_rows = [0, 1] if variant != "masked" else [0]
+    for r in nan_rows:
+        assert np.isnan(want[..., r, :][keep[..., r, :]]).all()
+        assert np.isnan(y[..., r, :][keep[..., r, :]]).all(), f"row {r}: not NaN"
+    ok = [r for r in range(sq) if r not in nan_rows]
+    assert_close(y[..., ok, :], want[..., ok, :], dtype, what="finite rows")

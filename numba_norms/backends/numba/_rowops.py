@@ -743,7 +743,8 @@ if not SIM:
         """Merge the (max, signed sum) pairs of ``ctas`` CTAs at ``stats[sb:]``, in CTA order.
 
         Returns ``(gm, gs, any)``: ``gm = max m_c``, ``gs = sum |s_c| * exp(m_c - gm)``, ``any``
-        = 1 when some ``s_c > 0`` (the masked variant's "this CTA keeps something"). ``stats``
+        = 1 when some ``s_c`` is not below 0 (the masked variant's "this CTA keeps something":
+        +0 where its kept scores are all -inf, NaN in a NaN row). ``stats``
         a raw pointer (the scratch region: ``.cg`` loads through L2) or a shared array (the
         cluster's slots: plain loads).
         """
@@ -786,7 +787,9 @@ if not SIM:
                 fabs = builder.call(_llvm_fn(builder, "llvm.nvvm.fabs.f", _F32, [_F32]), [ps])
                 e = _exp_diff(builder, pm, g)
                 builder.store(builder.fadd(builder.load(gs), builder.fmul(fabs, e)), gs)
-                pos = builder.zext(builder.fcmp_ordered(">", ps, ir.Constant(_F32, 0.0)), _I32)
+                # not below 0 (softmax.cu's merge_max_sum: +0 and NaN keep)
+                neg = builder.fcmp_ordered("<", ps, ir.Constant(_F32, 0.0))
+                pos = builder.zext(builder.not_(neg), _I32)
                 builder.store(builder.or_(builder.load(anyp), pos), anyp)
 
             _counted_loop(builder, n, sum_step)
@@ -835,16 +838,23 @@ if not SIM:
 
         return types.float32(x), codegen
 
-    @intrinsic
-    def exp_diff(typingctx, a, b):
-        """``exp(a - b)`` as ``ex2((a - b) * log2e)`` (softmax.cu's ``exp_diff``)."""
+    def _binary(emit):
+        """An fp32 intrinsic of two operands, ``emit(builder, a, b)``."""
 
-        def codegen(context, builder, sig, args):
-            x = _f32(context, builder, sig.args[0], args[0])
-            y = _f32(context, builder, sig.args[1], args[1])
-            return _exp_diff(builder, x, y)
+        @intrinsic
+        def _op(typingctx, a, b):
+            def codegen(context, builder, sig, args):
+                va = _f32(context, builder, sig.args[0], args[0])
+                vb = _f32(context, builder, sig.args[1], args[1])
+                return emit(builder, va, vb)
 
-        return types.float32(a, b), codegen
+            return types.float32(a, b), codegen
+
+        return _op
+
+    exp_diff = _binary(_exp_diff)  # exp(a - b) as ex2((a - b) * log2e), softmax.cu's exp_diff
+    # CUDA's fmaxf (max.f32: a NaN operand yields the other one)
+    fmaxf = _binary(_fmax)
 
     def _mufu(instr: str):
         """An fp32 intrinsic of one PTX instruction ``instr $0, $1`` (one MUFU, as NVRTC's)."""
@@ -861,17 +871,6 @@ if not SIM:
 
     lg2 = _mufu("lg2.approx.ftz.f32")  # log2(x), about 2^-22 absolute
     rcp = _mufu("rcp.approx.ftz.f32")  # 1/x to 1 ulp
-
-    @intrinsic
-    def fmaxf(typingctx, a, b):
-        """CUDA's ``fmaxf`` (``max.f32``: a NaN operand yields the other one)."""
-
-        def codegen(context, builder, sig, args):
-            va = _f32(context, builder, sig.args[0], args[0])
-            vb = _f32(context, builder, sig.args[1], args[1])
-            return _fmax(builder, va, vb)
-
-        return types.float32(a, b), codegen
 
     @intrinsic
     def div32(typingctx, a, b):
@@ -1394,7 +1393,7 @@ else:  # Numba's CUDA simulator: the same operations in Python.
         for c in range(ctas):
             pm, ps = np.float32(stats[sb + 2 * c]), np.float32(stats[sb + 2 * c + 1])
             gs = np.float32(gs + abs(ps) * exp_diff(pm, gm))
-            anyp |= int(ps > 0)
+            anyp |= int(not ps < 0)
         return gm, gs, anyp
 
     def cta_sum(stats, sb, ctas):

@@ -287,8 +287,8 @@ def _forward_kernel(
             # it from lim (the same in every CTA of the row).
             row_keep = keep != 0 if masked else (lim > 0 if causal else True)
             if multi:
-                # One (max, sum) pair per CTA; the masked variant's sign of the sum says "this
-                # CTA keeps nothing" (every CTA owns a column, so its sum is >= 1).
+                # One (max, sum) pair per CTA; the masked variant's negative sum says "this CTA
+                # keeps nothing" (softmax.cu's merge_max_sum).
                 # In a cluster (RowPlan.cluster) lane k writes the pair into CTA k's shared slots
                 # and the CTAs meet at the cluster barrier (NVRTC's RowParts); otherwise lane 0
                 # writes it to `stats` (L2) and they meet at the counter.
@@ -314,7 +314,8 @@ def _forward_kernel(
                     if masked:
                         row_keep = anyp != 0
                     # A CTA whose columns are all excluded has only zeros (no inf scaling).
-                    if row_keep and m != neg_inf:
+                    # A kept row of -inf scores only is NaN, as on one CTA.
+                    if row_keep and (m != neg_inf or gm == neg_inf):
                         factor = exp_diff(m, gm) * rcp(gs) * unit
             else:
                 factor = rcp(s) if row_keep else f0

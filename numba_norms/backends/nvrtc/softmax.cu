@@ -66,8 +66,8 @@ __device__ __forceinline__ float lg2(float x) {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// exp(a - b) for a <= b (or b = 0 where nothing is kept): the difference of two finite scaled
-// scores is finite, and ex2.approx(-inf) = +0 for columns that are excluded.
+// exp(a - b) for a <= b (or b = 0 where nothing is kept). A difference beyond fp32's range
+// (-3e38 - 3e38) is -inf, and ex2.approx(-inf) = +0, as for columns that are excluded.
 __device__ __forceinline__ float exp_diff(float a, float b) { return ex2((a - b) * kLog2e); }
 
 // Row maxima up to this magnitude take the one-FFMA exponent (exp_terms); beyond it (scores
@@ -321,7 +321,8 @@ struct L2Part {
 };
 
 // The forward's merge of the (max, signed sum) parts in CTA order: gm = max m_c,
-// gs = sum |s_c| * 2^(m_c - gm); any: some CTA keeps a column.
+// gs = sum |s_c| * exp(m_c - gm); any: some CTA keeps a column (a sum not below 0: a CTA that
+// keeps nothing sends -s with s >= 1, one that keeps only -inf scores +0, a NaN row NaN).
 template <typename Part>
 __device__ __forceinline__ void merge_max_sum(Part part, int ctas, float& gm, float& gs,
                                               bool& any) {
@@ -334,7 +335,7 @@ __device__ __forceinline__ void merge_max_sum(Part part, int ctas, float& gm, fl
   for (int c = 0; c < ctas; ++c) {
     const float2 p = part(c);
     gs += fabsf(p.y) * exp_diff(p.x, gm);
-    any |= p.y > 0.f;
+    any |= !(p.y < 0.f);
   }
 }
 
@@ -580,8 +581,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     bool row_keep = MASKED ? keep : (CAUSAL ? lim > 0 : true);
     float factor;
     if (SOFTMAX_MULTI_CTA && ctas > 1) {
-      // One (max, sum) pair per CTA; for the masked variant the sum's sign carries "this CTA
-      // keeps nothing" (every CTA owns a column, so its sum is >= 1 and the sign is free).
+      // One (max, sum) pair per CTA; for the masked variant a negative sum carries "this CTA
+      // keeps nothing" (every CTA owns a column: masked, its term is 1 at the maximum, so the
+      // sum is >= 1; one keeping only -inf scores sends +0).
       const RowParts<WARPS_M> parts(stats, trip, warp_m);
       const float sn = s * unit;
       parts.exchange(make_float2(m, MASKED && !keep ? -sn : sn), valid && warp_n == 0, lane, ctas,
@@ -596,8 +598,11 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
         merge_max_sum(L2Part{parts.buf}, ctas, gm, gs, any);
       }
       if constexpr (MASKED) row_keep = any;
-      // A CTA whose columns are all excluded holds only zeros (not to be scaled by inf).
-      factor = row_keep && m != neg_inf() ? exp_diff(m, gm) * rcp(gs) * unit : 0.f;
+      // A CTA whose columns are all excluded holds only zeros (not to be scaled by inf); a row
+      // kept whose every score is -inf is NaN (exp_diff(-inf, -inf)), as on one CTA (0 / 0).
+      factor = row_keep && (m != neg_inf() || gm == neg_inf())
+                   ? exp_diff(m, gm) * rcp(gs) * unit
+                   : 0.f;
     } else {
       factor = row_keep ? rcp(s) : 0.f;
     }
@@ -950,8 +955,8 @@ __global__ void __launch_bounds__(WARPS_N * 32, MIN_CTAS)
     }
     bool row_keep = MASKED ? keep : (CAUSAL ? row_lim > 0 : true);
     if (SOFTMAX_MULTI_CTA && ctas > 1) {
-      // One (max, sum) pair per CTA, the masked variant's "keeps nothing" in the sum's sign (a
-      // part keeping a column sums to >= 1); every CTA merges them in CTA order (softmax_fwd's).
+      // One (max, sum) pair per CTA, the masked variant's "keeps nothing" in a negative sum
+      // (merge_max_sum); every CTA merges them in CTA order (softmax_fwd's).
       const RowParts<1> parts(stats, trip, 0);
       parts.exchange(make_float2(gm, MASKED && !keep ? -gs : gs), warp == 0, lane, ctas, barrier,
                      trip);
