@@ -1361,7 +1361,8 @@ else:  # Numba's CUDA simulator: the same operations in Python.
     def softmax_out(ne: int, causal: bool):
         def _out(v, k, factor, n_in):
             for j in range(ne):
-                f = np.float32(np.float32(v[k + j]) * np.float32(factor))
+                with np.errstate(invalid="ignore"):  # 0 * inf: a NaN row's, as on a GPU
+                    f = np.float32(np.float32(v[k + j]) * np.float32(factor))
                 v[k + j] = np.float32(0.0) if causal and n_in <= 0 else f
 
         return _out
