@@ -9,7 +9,7 @@
 # time, 9 + 15 min on two workers (2026-12-05).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
+PY=${PYTHON:-$(command -v python || command -v python3 || echo python)}
 workers=${CPU_TEST_WORKERS:-$("$PY" -c 'import os; print(len(os.sched_getaffinity(0)))' 2>/dev/null || echo 1)}
 spread=()
 if [ "$workers" -gt 1 ] && "$PY" -c 'import xdist' 2>/dev/null; then

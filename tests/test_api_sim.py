@@ -57,6 +57,23 @@ def test_layernorm_forward_and_backward(dtype, rows, cols, zero_centered):
     assert_close(db, edb, dtype, scale=4 * rows, what="dbeta")
 
 
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_largest_eps(op):
+    """eps = FLT_MAX is taken as is (just above it is refused: inf in the kernels' fp32)."""
+    rng = np.random.default_rng(41)
+    x, g, b = rand((3, 40), "fp32", rng, 3.0), rand(40, "fp32", rng), rand(40, "fp32", rng)
+    eps = float(np.finfo(np.float32).max)
+    if op == "layernorm":
+        y, mu, rs = nn.layernorm_fwd(x, g, b, eps)
+        ey, _, ers = ref.layernorm_fwd(x, g, b, eps)
+    else:
+        y, rs = nn.rmsnorm_fwd(x, g, eps)
+        ey, ers = ref.rmsnorm_fwd(x, g, eps)
+    assert np.all(rs > 0) and np.all(np.isfinite(y))
+    assert_close(rs, ers, "fp32", scale=10, what="rsigma")
+    assert_close(y, ey, "fp32", scale=2, what="y")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("rows, cols", [(1, 7), (3, 33), (5, 100)])
 @pytest.mark.parametrize("with_add", [False, True])

@@ -210,6 +210,8 @@ def _fp8_aliased(first: str, second: str):
         # session 38's input fuzz (helper repros): each gave another exception type, a
         # message not naming the argument, or was taken silently
         (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), 10**400), ValueError, "^eps: .*finite"),
+        # session 41's docs check: an eps above FLT_MAX was inf in the kernels (y = beta)
+        (lambda: nn.layernorm_fwd(ones(4, 8), ones(8), ones(8), 1e39), ValueError, "^eps: .*fp32"),
         (lambda: nn.scaled_softmax_fwd(ones(1, 1, 4, 8), 10**400), ValueError, "^scale: "),
         (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), np.array("0.5")), TypeError, "^eps: "),
         (lambda: nn.rmsnorm_fwd(ones(4, 8), ones(8), np.array(True)), TypeError, "^eps: "),

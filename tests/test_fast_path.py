@@ -128,6 +128,8 @@ def test_forward_signature_changes_take_the_general_path(env):
     # the eps check still runs (a bad eps is never taken by the fast path)
     with pytest.raises(ValueError, match="eps"):
         nn.layernorm_fwd(x, g, b, -1.0)
+    with pytest.raises(ValueError, match="eps: expected eps <="):  # inf in the kernels' fp32
+        nn.layernorm_fwd(x, g, b, 3.5e38)
     # so does the flag's: "False" (truthy) must not repeat the remembered True signature
     with pytest.raises(TypeError, match="zero_centered_gamma"):
         nn.layernorm_fwd(x, g, b, zero_centered_gamma="False")

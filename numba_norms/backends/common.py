@@ -20,6 +20,7 @@ __all__ = [
     "NormBwdArgs",
     "NormFwdArgs",
     "NormOps",
+    "FP32_MAX",
     "SOFTMAX_BWD_PARAMS",
     "SOFTMAX_FWD_PARAMS",
     "SOFTMAX_SCALE_MAX",
@@ -27,9 +28,10 @@ __all__ = [
     "SoftmaxFwdArgs",
 ]
 
-# Both backends' softmax kernels take the scale as fp32: calls refuse |scale| > FLT_MAX, which
-# would become inf there (FLT_MAX itself is taken).
-SOFTMAX_SCALE_MAX = 3.4028234663852886e38
+# The kernels take eps and the softmax scale as fp32: calls refuse magnitudes above FLT_MAX,
+# which would become inf there (FLT_MAX itself is taken).
+FP32_MAX = 3.4028234663852886e38
+SOFTMAX_SCALE_MAX = FP32_MAX
 
 # Parameter layouts of the kernels, the same in both backends (``rtc.Launcher`` codes:
 # P pointer, i int32, q int64, f float32); tests check them against the CUDA C source and the

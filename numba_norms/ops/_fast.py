@@ -14,13 +14,12 @@ scratch, which such a call takes fresh from torch's allocator as the general pat
 
 from __future__ import annotations
 
-import math
 import sys
 import threading
 from typing import Any
 
 from .. import dispatch
-from ..backends.common import SOFTMAX_SCALE_MAX
+from ..backends.common import FP32_MAX, SOFTMAX_SCALE_MAX
 
 __all__ = [
     "clear",
@@ -224,7 +223,7 @@ def norm_fwd(kind, x, gamma, beta, eps, zero_centered_gamma, out_dtype, out) -> 
     # isinstance: parameters (torch.nn.Parameter) are the usual gamma and beta
     if not isinstance(x, _tensor_type) or not isinstance(gamma, _tensor_type):
         return None
-    if eps.__class__ is not float or not (0.0 <= eps < math.inf):
+    if eps.__class__ is not float or not (0.0 <= eps <= FP32_MAX):
         return None
     try:
         key, ins, optrs = _fwd_key(kind, x, gamma, beta, zero_centered_gamma, out_dtype, out)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import arrays, dispatch, planner, registry
-from ..backends.common import NormBwdArgs, NormFwdArgs
+from ..backends.common import FP32_MAX, NormBwdArgs, NormFwdArgs
 from . import _fast, _out
 from ._scalars import as_flag, as_real
 
@@ -16,6 +16,8 @@ def _check_eps(eps: float) -> float:
     eps = as_real(eps, "eps")
     if eps < 0:
         raise ValueError(f"eps: expected a finite value >= 0, got {eps}")
+    if eps > FP32_MAX:  # the kernels take it as fp32: inf there (y = beta, rsigma = 0)
+        raise ValueError(f"eps: expected eps <= {FP32_MAX:g} (fp32), got {eps}")
     return eps
 
 

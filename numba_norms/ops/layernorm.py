@@ -38,7 +38,7 @@ def layernorm_fwd(
     gamma, beta : array
         ``[hidden]``, both of one dtype.
     eps : float
-        Added to the variance.
+        Added to the variance; 0 <= eps <= 3.4028e38 (used as fp32).
     zero_centered_gamma : bool
         Use ``gamma + 1`` as the scale.
     out_dtype : dtype, optional
