@@ -169,7 +169,9 @@ def cmd_precompile(args: argparse.Namespace) -> int:
         return 2
     backends = ("nvrtc", "numba") if args.backend == "all" else (args.backend,)
     start = time.perf_counter()
-    before = len(rtc.cache_entries())
+    # What this process holds in memory would count as cached without reaching this directory.
+    rtc.clear_cache(memory=True, disk=False)
+    before = _entry_stamps()
     compiled = cached = 0
     for backend in backends:
         result = _precompile(backend, args)
@@ -179,16 +181,36 @@ def cmd_precompile(args: argparse.Namespace) -> int:
         f"compiled {compiled} kernels ({cached} already cached) "
         f"in {time.perf_counter() - start:.1f} s"
     )
-    if compiled and len(rtc.cache_entries()) <= before:
+    # written = new entries or rewritten ones (a damaged entry is compiled again in its place);
+    # the Numba builds run in worker processes, so this process's write counter does not know
+    if compiled and not any(before.get(p) != s for p, s in _entry_stamps().items()):
         print(f"precompile: nothing compiled was stored in {where}", file=sys.stderr)
         return 2
     rtc.share_entries()
     return 0
 
 
+def _entry_stamps() -> dict:
+    """Each disk entry's (inode, mtime): an entry written again (os.replace) gets new ones."""
+    import rtc
+
+    stamps = {}
+    for path, _ in rtc.cache_entries():
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stamps[path] = (st.st_ino, st.st_mtime_ns)
+    return stamps
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     import rtc
 
+    root = rtc.cache_dir()
+    if root.exists() and not root.is_dir():
+        print(f"cache: {root} is not a directory (NUMBA_NORMS_CACHE_DIR?)", file=sys.stderr)
+        return 2
     if args.action == "list":
         entries = rtc.cache_entries()
         for path, size in entries:

@@ -13,8 +13,11 @@ On disk
 
         b"RTCCUBIN" | u32 format version | u32 header length | JSON header | cubin
 
-    The JSON header holds ``symbols``, ``sha256`` (of the cubin), ``cubin_size`` and the NVRTC
-    ``log``. A payload that fails any check is treated as a miss, recompiled and overwritten.
+    The JSON header holds ``key`` (the hex of the entry's key, so an entry copied or renamed to
+    another key's path is refused), ``symbols``, ``cubin_size``, the NVRTC ``log`` and ``sha256``
+    (of the rest of the header and the cubin: a flipped byte in the symbol map is caught as one
+    in the cubin). A payload that fails any check is treated as a miss, recompiled and
+    overwritten.
 
 Environment (read on every call)
     ``NUMBA_NORMS_CACHE_DIR``: cache directory (default ``$XDG_CACHE_HOME/numba-norms/rtc`` or
@@ -47,8 +50,9 @@ __all__ = [
 ENV_CACHE_DIR = "NUMBA_NORMS_CACHE_DIR"
 ENV_DISABLE = "NUMBA_NORMS_DISABLE_DISK_CACHE"
 
-# Bump when the payload layout or the meaning of the key inputs changes.
-SCHEMA_VERSION = 1
+# Bump when the payload layout or the meaning of the key inputs changes (2: the header names its
+# key; the checksum covers the header).
+SCHEMA_VERSION = 2
 _MAGIC = b"RTCCUBIN"
 _PREFIX = struct.Struct("<8sII")
 _ELF_MAGIC = b"\x7fELF"
@@ -207,22 +211,30 @@ def _forget_disk_cache(path: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def encode_payload(cubin: bytes, symbols: dict[str, str], log: str) -> bytes:
-    """Frame a cubin and its metadata for the disk cache (see module docstring)."""
-    header = json.dumps(
-        {
-            "symbols": symbols,
-            "sha256": hashlib.sha256(cubin).hexdigest(),
-            "cubin_size": len(cubin),
-            "log": log,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode("utf-8")
-    return _PREFIX.pack(_MAGIC, SCHEMA_VERSION, len(header)) + header + cubin
+def _canonical(header: dict) -> bytes:
+    return json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def decode_payload(data: bytes, name_expressions: tuple[str, ...]) -> tuple[bytes, dict, str]:
+def _digest(header: dict, cubin: bytes) -> str:
+    """sha256 of the header (without its ``sha256``) and the cubin."""
+    h = hashlib.sha256(_canonical({k: v for k, v in header.items() if k != "sha256"}))
+    h.update(b"\0")
+    h.update(cubin)
+    return h.hexdigest()
+
+
+def encode_payload(cubin: bytes, symbols: dict[str, str], log: str, key: bytes) -> bytes:
+    """Frame a cubin and its metadata for the disk cache entry of ``key`` (see module
+    docstring)."""
+    header = {"key": key.hex(), "symbols": symbols, "cubin_size": len(cubin), "log": log}
+    header["sha256"] = _digest(header, cubin)
+    data = _canonical(header)
+    return _PREFIX.pack(_MAGIC, SCHEMA_VERSION, len(data)) + data + cubin
+
+
+def decode_payload(
+    data: bytes, name_expressions: tuple[str, ...], key: bytes
+) -> tuple[bytes, dict, str]:
     """Validate and unpack a disk-cache payload.
 
     Parameters
@@ -231,6 +243,8 @@ def decode_payload(data: bytes, name_expressions: tuple[str, ...]) -> tuple[byte
         Raw entry contents.
     name_expressions : tuple of str
         Expressions the caller needs; each must be present in the stored symbol map.
+    key : bytes
+        The key the entry was looked up by; the payload must name it.
 
     Returns
     -------
@@ -253,15 +267,21 @@ def decode_payload(data: bytes, name_expressions: tuple[str, ...]) -> tuple[byte
         raise ValueError("truncated header")
     try:
         header = json.loads(data[start : start + hlen].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"bad header: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        raise ValueError(f"bad header: {type(exc).__name__}") from None
     if not isinstance(header, dict):
         raise ValueError("bad header type")
     cubin = data[start + hlen :]
     if header.get("cubin_size") != len(cubin):
         raise ValueError("cubin size mismatch")
-    if header.get("sha256") != hashlib.sha256(cubin).hexdigest():
-        raise ValueError("cubin checksum mismatch")
+    try:
+        digest = _digest(header, cubin)
+    except (TypeError, ValueError, RecursionError):  # keys json cannot sort, say
+        raise ValueError("bad header contents") from None
+    if header.get("sha256") != digest:
+        raise ValueError("checksum mismatch")
+    if header.get("key") != key.hex():
+        raise ValueError("entry of another key")
     if not cubin.startswith(_ELF_MAGIC):
         raise ValueError("cubin is not an ELF image")
     symbols = header.get("symbols")
@@ -310,7 +330,19 @@ def disk_put(cache: Any, key: bytes, payload: bytes) -> bool:
 
 _memory: dict[tuple, Any] = {}
 _key_locks_guard = threading.Lock()
-_key_locks: dict[tuple, threading.Lock] = {}
+_key_locks: dict[tuple, Flight] = {}
+
+
+class Flight:
+    """One key's compile in progress: the lock its callers queue on, and the error it ended in
+    (the callers that queued behind it get that error instead of compiling again; a call that
+    comes after it is forgotten compiles afresh)."""
+
+    __slots__ = ("lock", "error")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.error: Exception | None = None
 
 
 def memory_get(key: tuple) -> Any | None:
@@ -321,19 +353,20 @@ def memory_put(key: tuple, module: Any) -> None:
     _memory[key] = module
 
 
-def key_lock(key: tuple) -> threading.Lock:
-    """Return the lock serialising the compile of ``key`` (created on first use)."""
+def key_lock(key: tuple) -> Flight:
+    """Return the :class:`Flight` serialising the compile of ``key`` (created on first use)."""
     with _key_locks_guard:
-        lock = _key_locks.get(key)
-        if lock is None:
-            lock = _key_locks[key] = threading.Lock()
-        return lock
+        flight = _key_locks.get(key)
+        if flight is None:
+            flight = _key_locks[key] = Flight()
+        return flight
 
 
-def release_key_lock(key: tuple, lock: threading.Lock) -> None:
-    """Forget the per-key lock once its module is stored (waiters already hold a reference)."""
+def release_key_lock(key: tuple, flight: Flight) -> None:
+    """Forget the key's flight once its module is stored or its compile failed (callers queued
+    on it already hold a reference)."""
     with _key_locks_guard:
-        if _key_locks.get(key) is lock:
+        if _key_locks.get(key) is flight:
             del _key_locks[key]
 
 

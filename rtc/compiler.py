@@ -371,6 +371,20 @@ def nvrtc_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@functools.cache
+def nvrtc_build() -> str:
+    """The loaded NVRTC library's file name and size: ``nvrtcVersion`` (in cuda.core's key) says
+    only major.minor, and a patch release may compile differently. No path, so a cache built in
+    one environment serves another with the same library."""
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        path = load_nvidia_dynamic_lib("nvrtc").abs_path
+        return f"{os.path.basename(path)} {os.path.getsize(path)}"
+    except Exception as exc:  # not found this way: the version alone, as before
+        return f"unknown ({type(exc).__name__})"
+
+
 def last_origin() -> str | None:
     """Where the latest :func:`compile` call of this thread got its module from.
 
@@ -456,7 +470,7 @@ def _extra_digest(
     hdr: bytes, cuda_hdr: bytes, defs: tuple, names: tuple[str, ...], name: str, std: str | None
 ) -> bytes:
     h = hashlib.sha256()
-    h.update(f"rtc-disk-schema-{_cache.SCHEMA_VERSION}\0".encode())
+    h.update(f"rtc-disk-schema-{_cache.SCHEMA_VERSION}\0{nvrtc_build()}\0".encode())
     h.update(hdr + b"\0" + cuda_hdr + b"\0")
     h.update(repr((defs, sorted(names), name, std)).encode("utf-8", "surrogateescape"))
     return h.digest()
@@ -494,7 +508,8 @@ def compile(
         Macros: ``{"N": 4, "USE_X": None}`` (None defines the macro as 1).
     include_dirs : path-like or sequence of path-like
         Header search path, the only one (not the program name's directory). The contents of
-        every file below them are part of the cache key.
+        every file below them are part of the cache key (a header included by an absolute path
+        or from above them is not: keep headers below an include directory).
     std : str
         C++ dialect.
     cuda_headers : bool
@@ -522,8 +537,9 @@ def compile(
     include dirs and a digest of their file contents, cuda_headers). Concurrent requests for
     one key compile once; different keys compile concurrently. On-disk key:
     ``cuda.core.utils.make_program_cache_key`` (covers source, NVRTC version, arch and all
-    options) with an ``extra_digest`` over header contents, defines, name expressions and the
-    payload schema version.
+    options) with an ``extra_digest`` over the NVRTC library's name and size
+    (:func:`nvrtc_build`), header contents, defines, name expressions and the payload schema
+    version.
     """
     _import_core()
     names = (name_expressions,) if isinstance(name_expressions, str) else tuple(name_expressions)
@@ -573,19 +589,25 @@ def _through_memory(key: tuple, make: Callable[[], CompiledModule]) -> CompiledM
         _cache._bump("memory_hits")
         _tls.origin = "memory"
         return mod
-    lock = _cache.key_lock(key)
+    flight = _cache.key_lock(key)
     try:
-        with lock:
+        with flight.lock:
             mod = _cache.memory_get(key)
             if mod is not None:
                 _cache._bump("memory_hits")
                 origin = "memory"
+            elif flight.error is not None:
+                raise flight.error  # the compile this call queued behind failed: its error
             else:
-                mod = make()
+                try:
+                    mod = make()
+                except Exception as exc:
+                    flight.error = exc
+                    raise
                 origin = mod.origin
                 _cache.memory_put(key, mod)
     finally:
-        _cache.release_key_lock(key, lock)
+        _cache.release_key_lock(key, flight)
     _tls.origin = origin
     return mod
 
@@ -653,7 +675,7 @@ def _build(
                 _cache._bump("disk_misses")
             else:
                 try:
-                    cubin, symbols, log = _cache.decode_payload(data, names)
+                    cubin, symbols, log = _cache.decode_payload(data, names, dkey)
                 except ValueError:
                     # Corrupt/truncated/foreign entry: recompile below and overwrite it.
                     _cache._bump("disk_corrupt")
@@ -712,7 +734,7 @@ def _build(
     if inc and include_dirs_digest(inc) != hdr:  # not the headers the key says: keep nothing
         raise _HeadersChanged()
     if dkey is not None:
-        _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, log))
+        _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, log, dkey))
     return CompiledModule(
         arch=arch, cubin=cubin, symbols=symbols, log=log, name=name, origin="compiled"
     )
@@ -763,7 +785,7 @@ def _load_or_build(parts: tuple[str, ...], build: Callable, arch: str, name: str
             _cache._bump("disk_misses")
         else:
             try:
-                cubin, symbols, log = _cache.decode_payload(data, ())
+                cubin, symbols, log = _cache.decode_payload(data, (), dkey)
             except ValueError:
                 _cache._bump("disk_corrupt")  # rebuilt and overwritten below
             else:
@@ -777,7 +799,7 @@ def _load_or_build(parts: tuple[str, ...], build: Callable, arch: str, name: str
         raise ValueError(f"{name}: build() did not return a cubin (ELF image)")
     symbols = {str(k): str(v) for k, v in symbols.items()}
     if disk is not None:
-        _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, ""))
+        _cache.disk_put(disk, dkey, _cache.encode_payload(cubin, symbols, "", dkey))
     return CompiledModule(
         arch=arch, cubin=cubin, symbols=symbols, log="", name=name, origin="compiled"
     )

@@ -335,3 +335,17 @@ def test_the_key_tells_toolkit_nvvm_apart(monkeypatch, tmp_path):
     assert home == [f"nvvm: CUDA_HOME {lib} 10", f"libdevice: CUDA_HOME {bc} 20"]
     lib.write_bytes(b"x" * 11)  # another toolkit's library
     assert _cubin._nvvm_files() != home
+
+
+@pytest.mark.parametrize("setting, value", [("CUDA_ENABLE_NRT", True), ("BOUNDSCHECK", 1)])
+def test_the_key_holds_numba_settings_that_change_code(monkeypatch, setting, value):
+    """NUMBA_CUDA_ENABLE_NRT=1 made a 3.8x larger cubin under the same key (session 41's cache
+    stress test): one setting's cache served the other's kernels."""
+    from numba.cuda import config
+
+    from numba_norms.backends.numba import _cubin
+
+    before = _cubin._tool_versions()
+    monkeypatch.setattr(config, setting, value)
+    after = _cubin._tool_versions()
+    assert before != after and f"{setting}={value!r}" in after.splitlines()

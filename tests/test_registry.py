@@ -771,6 +771,32 @@ def test_precompile_cli_takes_sizes(tmp_path, monkeypatch, capsys):
         rtc.clear_cache(memory=True, disk=False)
 
 
+def test_precompile_cli_repairs_and_fills_the_directory_it_names(tmp_path, monkeypatch, capsys):
+    """A damaged entry is compiled again in its place and the run succeeds (before, exit 2: no
+    entry was added); a second directory in the same process gets every kernel (before, the
+    in-memory modules counted as cached and it stayed empty). Session 41's cache stress test."""
+    import rtc
+    from numba_norms import cli
+
+    argv = ["precompile", "--arch", "sm_90", "--ops", "rmsnorm", "--hidden", "64"]
+    monkeypatch.delenv("NUMBA_NORMS_DISABLE_DISK_CACHE", raising=False)
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(tmp_path / "a"))
+    try:
+        assert cli.main(argv) == 0
+        entries = [p for p, _ in rtc.cache_entries()]
+        capsys.readouterr()
+        entries[0].write_bytes(entries[0].read_bytes()[:100])
+        assert cli.main(argv) == 0
+        assert f"compiled 1 kernels ({len(entries) - 1} already cached)" in capsys.readouterr().out
+        assert [p for p, _ in rtc.cache_entries()] == entries
+        assert entries[0].stat().st_size > 100
+        monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(tmp_path / "b"))
+        assert cli.main(argv) == 0
+        assert len(rtc.cache_entries()) == len(entries)
+    finally:
+        rtc.clear_cache(memory=True, disk=False)
+
+
 def test_precompile_cli_refuses_a_cache_that_keeps_nothing(tmp_path, monkeypatch, capsys):
     from numba_norms import cli
 
@@ -837,6 +863,17 @@ def test_cache_clear_fails_when_entries_stay(tmp_path, monkeypatch, capsys):
             assert cli.main(["cache", "clear"]) == 1
     assert "1 entries could not be removed" in capsys.readouterr().err
     assert cli.main(["cache", "clear"]) == 0 and not entry.exists()
+
+
+@pytest.mark.parametrize("action", ["list", "clear"])
+def test_cache_cli_names_a_cache_path_that_is_a_file(tmp_path, monkeypatch, capsys, action):
+    from numba_norms import cli
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a cache")
+    monkeypatch.setenv("NUMBA_NORMS_CACHE_DIR", str(blocker))
+    assert cli.main(["cache", action]) == 2  # was "0 entries" / "removed 0" and 0
+    assert f"cache: {blocker} is not a directory" in capsys.readouterr().err
 
 
 def test_bench_cli_hands_every_later_argument_to_the_script(monkeypatch):

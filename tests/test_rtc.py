@@ -616,15 +616,61 @@ def test_cached_cubin_rejects_what_is_not_a_cubin(cache_env):
         rtc.cached_cubin(("bad", uuid.uuid4().hex), lambda: (b"PTX text", {}), arch="sm_90")
 
 
+def _header(data: bytes) -> dict:
+    _, _, hlen = struct.unpack_from("<8sII", data)
+    return json.loads(data[16 : 16 + hlen])
+
+
+def _with_header(data: bytes, header: dict) -> bytes:
+    """``data`` with its header replaced by ``header`` (same framing, cubin kept)."""
+    _, version, hlen = struct.unpack_from("<8sII", data)
+    new = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    return struct.pack("<8sII", b"RTCCUBIN", version, len(new)) + new + data[16 + hlen :]
+
+
 def test_disk_entry_stores_symbol_mapping(cache_env):
     src = unique_src()
     mod = rtc.compile(src, SCALE_NAMES, arch="sm_90")
     ((path, _),) = rtc.cache_entries()
-    cubin, symbols, log = rtc_cache.decode_payload(path.read_bytes(), SCALE_NAMES)
+    data = path.read_bytes()
+    key = bytes.fromhex(_header(data)["key"])
+    cubin, symbols, log = rtc_cache.decode_payload(data, SCALE_NAMES, key)
     assert cubin == mod.cubin
     assert symbols == mod.symbols
     with pytest.raises(ValueError, match="lacks"):
-        rtc_cache.decode_payload(path.read_bytes(), ("scale<int, 1>",))
+        rtc_cache.decode_payload(data, ("scale<int, 1>",), key)
+    with pytest.raises(ValueError, match="another key"):
+        rtc_cache.decode_payload(data, SCALE_NAMES, bytes(32))
+
+
+def test_entry_of_another_key_is_not_a_hit(cache_env):
+    """A valid entry at another key's path (copied, renamed, another arch's) is recompiled over:
+    before, its cubin was returned as the other key's (session 41's cache stress test)."""
+    a, b = unique_src(), unique_src()
+    rtc.compile(a, SCALE_NAMES, arch="sm_90")
+    ((path_a, _),) = rtc.cache_entries()
+    good_b = rtc.compile(b, SCALE_NAMES, arch="sm_90")
+    (path_b,) = [p for p, _ in rtc.cache_entries() if p != path_a]
+    path_b.write_bytes(path_a.read_bytes())
+    rtc.clear_cache(memory=True, disk=False)
+    before = rtc.stats()
+    mod = rtc.compile(b, SCALE_NAMES, arch="sm_90")
+    assert rtc.last_origin() == "compiled" and delta(before, "disk_corrupt") == 1
+    assert mod.cubin == good_b.cubin
+
+
+def test_another_nvrtc_build_is_another_key(cache_env, monkeypatch):
+    """cuda.core's key has NVRTC's major.minor only; the library's file name and size tell
+    patch releases apart (session 41's cache stress test: 13.5.37's entries served any 13.5)."""
+    from rtc import compiler
+
+    assert compiler.nvrtc_build().startswith("libnvrtc")
+    src = unique_src()
+    rtc.compile(src, SCALE_NAMES, arch="sm_90")
+    rtc.clear_cache(memory=True, disk=False)
+    monkeypatch.setattr(compiler, "nvrtc_build", lambda: "libnvrtc.so.13 1")
+    rtc.compile(src, SCALE_NAMES, arch="sm_90")
+    assert rtc.last_origin() == "compiled" and len(rtc.cache_entries()) == 2
 
 
 def _garbage(data: bytes) -> bytes:
@@ -645,7 +691,27 @@ def _empty(data: bytes) -> bytes:
     return b""
 
 
-@pytest.mark.parametrize("damage", [_garbage, _truncated, _flipped_cubin_byte, _empty])
+def _swapped_symbols(data: bytes) -> bytes:
+    """The symbol map's two entries exchanged, the rest (checksum included) as written: the
+    checksum covers the header, so this is caught (it once covered the cubin alone)."""
+    h = _header(data)
+    (k1, v1), (k2, v2) = h["symbols"].items()
+    h["symbols"] = {k1: v2, k2: v1}
+    return _with_header(data, h)
+
+
+def _deep_header(data: bytes) -> bytes:
+    """A header nested beyond json's recursion limit (it raised RecursionError out of
+    rtc.compile)."""
+    _, version, hlen = struct.unpack_from("<8sII", data)
+    deep = b"[" * 100_000 + b"]" * 100_000
+    return struct.pack("<8sII", b"RTCCUBIN", version, len(deep)) + deep + data[16 + hlen :]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_garbage, _truncated, _flipped_cubin_byte, _empty, _swapped_symbols, _deep_header],
+)
 def test_damaged_entry_is_recompiled_and_replaced(cache_env, damage):
     src = unique_src()
     good = rtc.compile(src, SCALE_NAMES, arch="sm_90")
@@ -817,6 +883,47 @@ def test_eight_threads_compile_once(cache_env):
     assert all(r is results[0] for r in results)
     assert sorted(origins) == ["compiled"] + ["memory"] * (n - 1)
     assert len(rtc.cache_entries()) == 1
+
+
+def test_callers_queued_on_a_failing_compile_share_its_error():
+    """Callers that queued behind a compile that fails get its error without compiling again
+    (before, each compiled in turn: 12 threads on a broken source made 12 NVRTC runs); a call
+    after that compile is over compiles afresh."""
+    from rtc import compiler
+
+    key = ("test-flight", uuid.uuid4().hex)
+    entered, go = threading.Event(), threading.Event()
+    calls: list = []
+
+    def make():
+        calls.append(1)
+        entered.set()
+        go.wait(30)
+        raise rtc.CompileError("broken", source="x", name="t")
+
+    errors: list = []
+
+    def work() -> None:
+        try:
+            compiler._through_memory(key, make)
+        except rtc.CompileError as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=work)
+    first.start()
+    assert entered.wait(30)
+    queued = [threading.Thread(target=work) for _ in range(4)]
+    for t in queued:
+        t.start()
+    time.sleep(0.3)  # the four reach the key's lock and wait there
+    go.set()
+    for t in [first, *queued]:
+        t.join(30)
+    assert len(calls) == 1 and len(errors) == 5 and all(e is errors[0] for e in errors)
+    assert key not in rtc_cache._key_locks
+    with pytest.raises(rtc.CompileError):
+        compiler._through_memory(key, make)
+    assert len(calls) == 2
 
 
 def test_threads_compile_different_keys_concurrently(cache_env):

@@ -31,11 +31,24 @@ __all__ = ["assume_device", "current_device", "load", "module"]
 
 _DIR = Path(__file__).resolve().parent
 # The kernel factories and the constants they compile in: any edit to these makes new cubins.
-_SOURCES = tuple(_DIR / n for n in ("_cubin.py", "_norms.py", "_rowops.py", "softmax.py")) + tuple(
-    _DIR.parent.parent / n for n in ("planner.py", "registry.py")
+_SOURCES = (
+    tuple(_DIR / n for n in ("_cubin.py", "_norms.py", "_rowops.py", "softmax.py"))
+    + (_DIR.parent / "common.py",)
+    + tuple(_DIR.parent.parent / n for n in ("planner.py", "registry.py"))
 )
 # Wheels whose libraries build the code: libNVVM and libdevice, cudadevrt, nvJitLink.
 _TOOL_WHEELS = ("nvidia-nvvm", "nvidia-cuda-nvcc", "nvidia-cuda-runtime", "nvidia-nvjitlink")
+# Numba settings (NUMBA_* environment variables) that change the code of a kernel: the NRT
+# setting alone grows a cubin 3.8x (session 41's cache stress test).
+_CODEGEN_SETTINGS = (
+    "CUDA_ENABLE_NRT",
+    "CUDA_NRT_STATS",
+    "OPT",
+    "BOUNDSCHECK",
+    "CUDA_DEBUGINFO_DEFAULT",
+    "EXTEND_VARIABLE_LIFETIMES",
+    "FORCE_CUDA_CC",
+)
 
 # The compute capability a thread builds for under assume_device (unset: the real device).
 _tls = threading.local()
@@ -55,13 +68,15 @@ def _linker_id() -> str:
 
 
 def _tool_versions() -> str:
-    """numba, numba-cuda, the compiler wheels present, the linker and ``cuda.jit``'s default
-    options (``NUMBA_OPT``, debug info and LTO change them)."""
+    """numba, numba-cuda, the compiler wheels present, the linker, ``cuda.jit``'s default
+    options (``NUMBA_OPT``, debug info and LTO change them) and Numba's code-changing
+    settings."""
     from importlib import metadata
 
     import numba
     import numba_cuda
     from numba import cuda
+    from numba.cuda import config
 
     wheels = []
     for name in _TOOL_WHEELS:
@@ -74,6 +89,7 @@ def _tool_versions() -> str:
         [f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}", *wheels, _linker_id()]
         + _nvvm_files()
         + [f"{k}={defaults[k]!r}" for k in sorted(defaults)]
+        + [f"{n}={getattr(config, n, None)!r}" for n in _CODEGEN_SETTINGS]
     )
 
 
