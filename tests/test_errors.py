@@ -104,12 +104,12 @@ def _fp8_aliased(first: str, second: str):
         (  # the right count in a shape no forward returns
             lambda: nn.layernorm_bwd(ones(4, 8), ones(4, 8), ones(2, 2), ones(4), ones(8)),
             ValueError,
-            r"mu: expected one value per row of x, shape \(4,\)",
+            r"mu: expected one value per row of x, shape \(4,\) or \(4, 1\); got \(2, 2\)$",
         ),
         (
             lambda: nn.rmsnorm_bwd(ones(2, 3, 8), ones(2, 3, 8), ones(3, 2), ones(8)),
             ValueError,
-            "rsigma: expected one value per row",
+            r"rsigma: expected one value per row of x, shape \(6,\), \(2, 3\) or \(2, 3, 1\)",
         ),
         (
             lambda: nn.rmsnorm_bwd(ones(4, 8), ones(4, 8), ones(4), ones(8), add=ones(4, 7)),

@@ -17,7 +17,7 @@ def _check_eps(eps: float) -> float:
     if eps < 0:
         raise ValueError(f"eps: expected a finite value >= 0, got {eps}")
     if eps > FP32_MAX:  # the kernels take it as fp32: inf there (y = beta, rsigma = 0)
-        raise ValueError(f"eps: expected eps <= {FP32_MAX:g} (fp32), got {eps}")
+        raise ValueError(f"eps: expected eps <= {FP32_MAX!r} (fp32's largest), got {eps!r}")
     return eps
 
 
@@ -154,12 +154,12 @@ def norm_bwd(kind, dy, x, mu, rsigma, gamma, zero_centered_gamma, add, stream, o
     # one statistic per row: the forward's (rows,), x's leading shape, or that with a trailing
     # 1 (torch.native_layer_norm's mean / rstd)
     lead = tuple(xt.shape[:-1])
-    shapes = {(rows,), lead, (*lead, 1)}
+    shapes = list(dict.fromkeys([(rows,), lead, (*lead, 1)]))  # (rows,) is lead for 2-D x
     for t, name in ((mut, "mu"), (rst, "rsigma")):
         if t is not None and tuple(t.shape) not in shapes:
+            listed = ", ".join(map(str, shapes[:-1])) + f" or {shapes[-1]}"
             raise ValueError(
-                f"{name}: expected one value per row of x, shape ({rows},), {lead} or "
-                f"{(*lead, 1)}; got {tuple(t.shape)}"
+                f"{name}: expected one value per row of x, shape {listed}; got {tuple(t.shape)}"
             )
         if t is not None:
             t.check_contiguous()

@@ -33,7 +33,9 @@ DTYPES = ("fp32", "fp16", "bf16")
 def _check_scale(scale: float) -> float:
     scale = as_real(scale, "scale")
     if abs(scale) > SOFTMAX_SCALE_MAX:  # the kernels take it as fp32
-        raise ValueError(f"scale: expected |scale| <= {SOFTMAX_SCALE_MAX:g} (fp32), got {scale}")
+        raise ValueError(
+            f"scale: expected |scale| <= {SOFTMAX_SCALE_MAX!r} (fp32's largest), got {scale!r}"
+        )
     return scale
 
 
