@@ -19,7 +19,7 @@ On disk
     in the cubin). A payload that fails any check is treated as a miss, recompiled and
     overwritten.
 
-Environment (read on every call)
+Environment (read on every compile or disk lookup)
     ``NUMBA_NORMS_CACHE_DIR``: cache directory (default ``$XDG_CACHE_HOME/numba-norms/rtc`` or
     ``~/.cache/numba-norms/rtc``). ``NUMBA_NORMS_DISABLE_DISK_CACHE=1``: no disk reads or writes.
 """

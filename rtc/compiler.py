@@ -9,6 +9,7 @@ per thread by :func:`last_origin` (``"compiled"``, ``"disk"`` or ``"memory"``), 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -596,8 +597,8 @@ def _through_memory(key: tuple, make: Callable[[], CompiledModule]) -> CompiledM
             if mod is not None:
                 _cache._bump("memory_hits")
                 origin = "memory"
-            elif flight.error is not None:
-                raise flight.error  # the compile this call queued behind failed: its error
+            elif flight.error is not None:  # the compile this call queued behind failed
+                raise _copy_error(flight.error) from flight.error
             else:
                 try:
                     mod = make()
@@ -610,6 +611,15 @@ def _through_memory(key: tuple, make: Callable[[], CompiledModule]) -> CompiledM
         _cache.release_key_lock(key, flight)
     _tls.origin = origin
     return mod
+
+
+def _copy_error(exc: Exception) -> Exception:
+    """A copy of ``exc`` for another thread to raise: raising one object in several threads
+    would pile every thread's frames onto its traceback."""
+    try:
+        return copy.copy(exc)
+    except Exception:  # one that cannot be copied is raised as it is
+        return exc
 
 
 def _build(

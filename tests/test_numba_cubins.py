@@ -345,7 +345,22 @@ def test_the_key_holds_numba_settings_that_change_code(monkeypatch, setting, val
 
     from numba_norms.backends.numba import _cubin
 
-    before = _cubin._tool_versions()
+    before = _cubin._settings()
+    monkeypatch.setattr(config, "reload_config", lambda: None)  # keep the value set here
     monkeypatch.setattr(config, setting, value)
-    after = _cubin._tool_versions()
+    after = _cubin._settings()
     assert before != after and f"{setting}={value!r}" in after.splitlines()
+
+
+def test_the_key_reads_numba_settings_when_it_is_made(monkeypatch):
+    """Numba reads NUMBA_* again when it compiles; so does the key (a NUMBA_OPT set after the
+    first key was made once left the key at -O3 while the build ran at -O0)."""
+    from numba_norms.backends.numba import _cubin
+
+    monkeypatch.delenv("NUMBA_OPT", raising=False)
+    _cubin._tool_digest()  # the process's first key already made
+    base = _cubin._settings()
+    monkeypatch.setenv("NUMBA_OPT", "0")
+    assert "OPT=_OptLevel(0)" in _cubin._settings().splitlines()
+    monkeypatch.delenv("NUMBA_OPT")
+    assert _cubin._settings() == base

@@ -885,13 +885,22 @@ def test_eight_threads_compile_once(cache_env):
     assert len(rtc.cache_entries()) == 1
 
 
-def test_callers_queued_on_a_failing_compile_share_its_error():
+def test_callers_queued_on_a_failing_compile_share_its_error(monkeypatch):
     """Callers that queued behind a compile that fails get its error without compiling again
-    (before, each compiled in turn: 12 threads on a broken source made 12 NVRTC runs); a call
-    after that compile is over compiles afresh."""
+    (before, each compiled in turn: 12 threads on a broken source made 12 NVRTC runs), each as
+    its own copy; a call after that compile is over compiles afresh."""
     from rtc import compiler
 
     key = ("test-flight", uuid.uuid4().hex)
+    arrived: list = []
+    key_lock = rtc_cache.key_lock
+
+    def counting_key_lock(k):
+        flight = key_lock(k)
+        arrived.append(flight)
+        return flight
+
+    monkeypatch.setattr(rtc_cache, "key_lock", counting_key_lock)
     entered, go = threading.Event(), threading.Event()
     calls: list = []
 
@@ -915,11 +924,18 @@ def test_callers_queued_on_a_failing_compile_share_its_error():
     queued = [threading.Thread(target=work) for _ in range(4)]
     for t in queued:
         t.start()
-    time.sleep(0.3)  # the four reach the key's lock and wait there
+    deadline = time.monotonic() + 30
+    while len(arrived) < 5 and time.monotonic() < deadline:  # all five hold the one flight
+        time.sleep(0.01)
+    assert len(arrived) == 5 and all(f is arrived[0] for f in arrived)
     go.set()
     for t in [first, *queued]:
         t.join(30)
-    assert len(calls) == 1 and len(errors) == 5 and all(e is errors[0] for e in errors)
+    assert len(calls) == 1 and len(errors) == 5
+    (original,) = [e for e in errors if e.__cause__ is None]
+    assert all(
+        e.__cause__ is original and str(e) == str(original) for e in errors if e is not original
+    )
     assert key not in rtc_cache._key_locks
     with pytest.raises(rtc.CompileError):
         compiler._through_memory(key, make)

@@ -68,15 +68,11 @@ def _linker_id() -> str:
 
 
 def _tool_versions() -> str:
-    """numba, numba-cuda, the compiler wheels present, the linker, ``cuda.jit``'s default
-    options (``NUMBA_OPT``, debug info and LTO change them) and Numba's code-changing
-    settings."""
+    """numba, numba-cuda, the compiler wheels present and the linker (fixed for a process)."""
     from importlib import metadata
 
     import numba
     import numba_cuda
-    from numba import cuda
-    from numba.cuda import config
 
     wheels = []
     for name in _TOOL_WHEELS:
@@ -84,11 +80,23 @@ def _tool_versions() -> str:
             wheels.append(f"{name} {metadata.version(name)}")
         except metadata.PackageNotFoundError:
             pass
-    defaults = cuda.jit(lambda: None).targetoptions
     return "\n".join(
         [f"numba {numba.__version__} numba-cuda {numba_cuda.__version__}", *wheels, _linker_id()]
         + _nvvm_files()
-        + [f"{k}={defaults[k]!r}" for k in sorted(defaults)]
+    )
+
+
+def _settings() -> str:
+    """``cuda.jit``'s default options (``NUMBA_OPT``, debug info and LTO change them) and Numba's
+    code-changing settings, as a build started now would see them: Numba reads the ``NUMBA_*``
+    environment again when it compiles, so they are read afresh for every key."""
+    from numba import cuda
+    from numba.cuda import config
+
+    config.reload_config()
+    defaults = cuda.jit(lambda: None).targetoptions
+    return "\n".join(
+        [f"{k}={defaults[k]!r}" for k in sorted(defaults)]
         + [f"{n}={getattr(config, n, None)!r}" for n in _CODEGEN_SETTINGS]
     )
 
@@ -235,7 +243,7 @@ def module(
         Not loaded on any device yet; ``origin`` says whether it was built now or read from disk.
     """
     return rtc.cached_cubin(
-        ("numba-norms", _tool_digest(), repr(key + (str(signature), launch_bounds))),
+        ("numba-norms", _tool_digest(), _settings(), repr(key + (str(signature), launch_bounds))),
         lambda: _build(make(), signature, launch_bounds, cc),
         arch=f"sm_{cc[0]}{cc[1]}",
         name=f"numba:{key[0]}",
