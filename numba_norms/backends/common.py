@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 __all__ = [
+    "FP32_MAX",
     "NORM_BWD_PARAMS",
     "NORM_FINALIZE_PARAMS",
     "NORM_FWD_PARAMS",
@@ -20,7 +21,6 @@ __all__ = [
     "NormBwdArgs",
     "NormFwdArgs",
     "NormOps",
-    "FP32_MAX",
     "SOFTMAX_BWD_PARAMS",
     "SOFTMAX_FWD_PARAMS",
     "SOFTMAX_SCALE_MAX",
