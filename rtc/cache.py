@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import struct
 import threading
 import warnings
@@ -196,6 +197,20 @@ def _shared_cache_type() -> Any:
                     super()._sweep_stale_tmp_files()
                 except PermissionError:
                     pass  # another user's leftovers are theirs to sweep
+
+            def __getitem__(self, key: object) -> bytes:
+                # Reading a FIFO (or a device) at an entry's path would block for ever; refuse
+                # what is not a regular file, as a read error: the compile's write replaces it.
+                path_for = getattr(self, "_path_for_key", None)
+                if path_for is not None:
+                    path = path_for(key)
+                    try:
+                        mode = os.stat(path).st_mode
+                    except FileNotFoundError:
+                        raise KeyError(key) from None
+                    if not stat.S_ISREG(mode):
+                        raise OSError(f"{path} is not a regular file")
+                return super().__getitem__(key)
 
         _shared_type = SharedProgramCache
     return _shared_type

@@ -737,6 +737,39 @@ def test_damaged_entry_is_recompiled_and_replaced(cache_env, damage):
     assert rtc.last_origin() == "disk"
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_a_fifo_at_an_entry_path_is_a_read_error_not_a_hang(cache_env, monkeypatch):
+    """Reading a FIFO blocks until a writer opens it: it made a compile hang (session 41's
+    cache stress test). It warns as an unreadable entry, and the compile's write replaces it."""
+    src = unique_src()
+    good = rtc.compile(src, SCALE_NAMES, arch="sm_90")
+    ((path, _),) = rtc.cache_entries()
+    original = path.read_bytes()
+    path.unlink()
+    os.mkfifo(path)
+    rtc.clear_cache(memory=True, disk=False)
+    monkeypatch.setattr(rtc_cache, "_warned", set())
+    result: list = []
+
+    def compile_again() -> None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result.append((rtc.compile(src, SCALE_NAMES, arch="sm_90"), caught))
+
+    worker = threading.Thread(target=compile_again, daemon=True)
+    worker.start()
+    worker.join(120)
+    if worker.is_alive():
+        with open(path, "wb"):  # a writer end lets the blocked read finish
+            pass
+        worker.join(10)
+        pytest.fail("rtc.compile blocked reading a FIFO at the entry's path")
+    ((mod, caught),) = result
+    assert mod.cubin == good.cubin and rtc.last_origin() == "compiled"
+    assert any("not a regular file" in str(w.message) for w in caught)
+    assert path.is_file() and path.read_bytes() == original
+
+
 def test_disabled_disk_cache_writes_nothing(cache_env, monkeypatch):
     monkeypatch.setenv("NUMBA_NORMS_DISABLE_DISK_CACHE", "1")
     assert not rtc.disk_cache_enabled()
