@@ -962,3 +962,50 @@ def test_recorded_launches(monkeypatch):
     nv_softmax.backward(plan, SoftmaxBwdArgs(dy, y, dx, 2.0), 0)
     a = drv.launches[-1][3]
     assert a == (0x4000, 0x2000, 0x5000, rows, cols, cols, cols + 8, cols, 2.0, 0, 0)
+
+
+def test_loads_of_different_kernels_compile_concurrently(monkeypatch):
+    """``load`` held one lock over every softmax compile, so a thread's first call of one kernel
+    waited for another thread's compile of another; rtc already compiles an equal request
+    once. Both fake compiles must be in flight together, and equal loads share one kernel."""
+    import threading
+
+    cfgs = {(c.op, c.variant, c.dtype, c.max_cols): c for c in softmax_configs(measured=False)}
+    a = softmax_spec(cfgs["softmax_fwd", "scaled", "bf16", 4096], 4096, 8, H200)
+    b = softmax_spec(cfgs["softmax_bwd", "scaled", "fp32", 128], 100, 1, H200)
+    both_inside = threading.Barrier(2, timeout=20)
+
+    class _Kernel(tuple):
+        device = 0
+
+    class _Module:  # a fresh kernel object at each call, as a fresh module's would be
+        def __init__(self, spec):
+            self.spec = spec
+
+        def kernel(self, name):
+            return _Kernel((self.spec.kernel_key,))
+
+    def compile_spec(spec):
+        both_inside.wait()  # raises BrokenBarrierError if the other compile cannot start
+        return _Module(spec)
+
+    monkeypatch.setattr(nv_softmax, "compile_spec", compile_spec)
+    monkeypatch.setattr(nv_softmax, "current_device", lambda what: 0)
+    monkeypatch.setattr(nv_softmax, "_kernels", {})
+    got, errors = {}, []
+
+    def load(spec):
+        try:
+            got[spec.kernel_key] = nv_softmax.load(spec)
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load, args=(s,)) for s in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert got[a.kernel_key] == (a.kernel_key,) and got[b.kernel_key] == (b.kernel_key,)
+    monkeypatch.setattr(nv_softmax, "compile_spec", lambda spec: _Module(spec))
+    assert nv_softmax.load(a) is got[a.kernel_key]  # the first loaded kernel stays the one

@@ -141,17 +141,15 @@ def load(spec: SoftmaxSpec, device: int | None = None) -> Any:
     k = _kernels.get(key)
     if k is not None:
         return k
+    # No lock around the compile (as the norms' load): rtc compiles concurrent equal requests
+    # once and different specs concurrently, and caches loaded kernels per device.
+    k = compile_spec(spec).kernel(kernel_name(spec))
+    if k.device != device:
+        raise RuntimeError(
+            f"softmax kernel requested for device {device} while device {k.device} is current"
+        )
     with _kernels_lock:
-        k = _kernels.get(key)
-        if k is None:
-            k = compile_spec(spec).kernel(kernel_name(spec))
-            if k.device != device:
-                raise RuntimeError(
-                    f"softmax kernel requested for device {device} while device {k.device} "
-                    "is current"
-                )
-            _kernels[key] = k
-    return k
+        return _kernels.setdefault(key, k)
 
 
 def _check_op(spec: SoftmaxSpec, op: str) -> None:
