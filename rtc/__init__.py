@@ -14,6 +14,7 @@ Examples
 from __future__ import annotations
 
 from .cache import (
+    build_once,
     cache_dir,
     cache_entries,
     cache_size_bytes,
@@ -43,6 +44,7 @@ __all__ = [
     "Kernel",
     "Launcher",
     "as_stream",
+    "build_once",
     "cache_dir",
     "cached_cubin",
     "cache_entries",

@@ -26,6 +26,7 @@ Environment (read on every compile or disk lookup)
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -33,10 +34,12 @@ import stat
 import struct
 import threading
 import warnings
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "build_once",
     "cache_dir",
     "disk_cache_enabled",
     "cache_entries",
@@ -360,14 +363,6 @@ class Flight:
         self.error: Exception | None = None
 
 
-def memory_get(key: tuple) -> Any | None:
-    return _memory.get(key)
-
-
-def memory_put(key: tuple, module: Any) -> None:
-    _memory[key] = module
-
-
 def key_lock(key: tuple) -> Flight:
     """Return the :class:`Flight` serialising the compile of ``key`` (created on first use)."""
     with _key_locks_guard:
@@ -383,6 +378,49 @@ def release_key_lock(key: tuple, flight: Flight) -> None:
     with _key_locks_guard:
         if _key_locks.get(key) is flight:
             del _key_locks[key]
+
+
+def copy_error(exc: Exception) -> Exception:
+    """A copy of ``exc`` for another thread to raise: raising one object in several threads
+    would pile every thread's frames onto its traceback."""
+    try:
+        return copy.copy(exc)
+    except Exception:  # one that cannot be copied is raised as it is
+        return exc
+
+
+def build_once(store: dict, key: Hashable, build: Callable[[], Any]) -> tuple[Any, bool]:
+    """``store[key]``, made by ``build()`` where it is absent: one build per key however many
+    threads ask at once, different keys concurrently. Callers queued behind a build that
+    raised get a copy of its error (raised from it) instead of building again; a call that
+    comes after it builds afresh.
+
+    Returns
+    -------
+    (value, built)
+        ``built``: this call ran ``build``.
+    """
+    obj = store.get(key)
+    if obj is not None:
+        return obj, False
+    flight_key = (id(store), key)
+    flight = key_lock(flight_key)
+    try:
+        with flight.lock:
+            obj = store.get(key)
+            if obj is not None:
+                return obj, False
+            if flight.error is not None:  # the build this call queued behind failed
+                raise copy_error(flight.error) from flight.error
+            try:
+                obj = build()
+            except Exception as exc:
+                flight.error = exc
+                raise
+            store[key] = obj
+            return obj, True
+    finally:
+        release_key_lock(flight_key, flight)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ per thread by :func:`last_origin` (``"compiled"``, ``"disk"`` or ``"memory"``), 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import hashlib
@@ -585,41 +584,13 @@ class _HeadersChanged(Exception):
 def _through_memory(key: tuple, make: Callable[[], CompiledModule]) -> CompiledModule:
     """The in-process cache in front of ``make`` (disk cache or compile): one ``make`` per key
     even under concurrent calls, different keys concurrently; records :func:`last_origin`."""
-    mod = _cache.memory_get(key)
-    if mod is not None:
+    mod, built = _cache.build_once(_cache._memory, key, make)
+    if built:
+        _tls.origin = mod.origin
+    else:
         _cache._bump("memory_hits")
         _tls.origin = "memory"
-        return mod
-    flight = _cache.key_lock(key)
-    try:
-        with flight.lock:
-            mod = _cache.memory_get(key)
-            if mod is not None:
-                _cache._bump("memory_hits")
-                origin = "memory"
-            elif flight.error is not None:  # the compile this call queued behind failed
-                raise _copy_error(flight.error) from flight.error
-            else:
-                try:
-                    mod = make()
-                except Exception as exc:
-                    flight.error = exc
-                    raise
-                origin = mod.origin
-                _cache.memory_put(key, mod)
-    finally:
-        _cache.release_key_lock(key, flight)
-    _tls.origin = origin
     return mod
-
-
-def _copy_error(exc: Exception) -> Exception:
-    """A copy of ``exc`` for another thread to raise: raising one object in several threads
-    would pile every thread's frames onto its traceback."""
-    try:
-        return copy.copy(exc)
-    except Exception:  # one that cannot be copied is raised as it is
-        return exc
 
 
 def _build(

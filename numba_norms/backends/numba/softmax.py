@@ -22,7 +22,6 @@ shared-memory-emulated warp shuffles (see ``_rowops``); the planner gives one CT
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import Any
 
 import numpy as np
@@ -915,22 +914,11 @@ class _Compiled:
 
 
 _cache: dict[tuple, Any] = {}
-_cache_lock = threading.Lock()
-_key_locks: dict[tuple, threading.Lock] = {}
 
 
 def _cached(key: tuple, build) -> Any:
-    obj = _cache.get(key)
-    if obj is not None:
-        return obj
-    with _cache_lock:
-        lock = _key_locks.setdefault(key, threading.Lock())
-    with lock:  # one compile per key; other keys compile concurrently
-        obj = _cache.get(key)
-        if obj is None:
-            obj = build()
-            _cache[key] = obj
-    return obj
+    """One build per key (threads queued behind a failed build get its error)."""
+    return rtc.build_once(_cache, key, build)[0]
 
 
 def _numba_build(spec: SoftmaxSpec) -> SoftmaxSpec:
