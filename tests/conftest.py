@@ -218,3 +218,58 @@ def recorder(monkeypatch):
     monkeypatch.setattr(_norms, "load", lambda spec, device=None: (rec.MAIN, rec.FINALIZE))
     monkeypatch.setattr(_norms, "_launches", {})
     return rec
+
+
+def queue_behind_failing_build(monkeypatch, call, error: Exception, queued: int = 4):
+    """Run ``call(build)`` in a thread whose ``build`` blocks, then in ``queued`` threads more
+    that wait on rtc's flight for the same key (counted, not timed), then let ``build`` raise
+    ``error``.
+
+    Returns
+    -------
+    (builds, errors, flights)
+        How often ``build`` ran, what the threads raised, and the flight each thread took.
+    """
+    import threading
+    import time
+
+    from rtc import cache as rtc_cache
+
+    flights: list = []
+    key_lock = rtc_cache.key_lock
+
+    def counting_key_lock(k):
+        flight = key_lock(k)
+        flights.append(flight)
+        return flight
+
+    monkeypatch.setattr(rtc_cache, "key_lock", counting_key_lock)
+    entered, go = threading.Event(), threading.Event()
+    builds: list = []
+    errors: list = []
+
+    def build():
+        builds.append(1)
+        entered.set()
+        go.wait(30)
+        raise error
+
+    def work() -> None:
+        try:
+            call(build)
+        except type(error) as exc:
+            errors.append(exc)
+
+    first = threading.Thread(target=work)
+    first.start()
+    assert entered.wait(30)
+    others = [threading.Thread(target=work) for _ in range(queued)]
+    for t in others:
+        t.start()
+    deadline = time.monotonic() + 30
+    while len(flights) < queued + 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.set()
+    for t in [first, *others]:
+        t.join(30)
+    return len(builds), errors, flights

@@ -21,7 +21,7 @@ import pytest
 from numba_norms import planner, registry
 from numba_norms import reference as ref
 from numba_norms.backends.common import SoftmaxBwdArgs, SoftmaxFwdArgs
-from tests.conftest import assert_close
+from tests.conftest import assert_close, queue_behind_failing_build
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1"
 sim_only = pytest.mark.skipif(
@@ -686,48 +686,13 @@ def test_threads_queued_on_a_failing_build_share_its_error(monkeypatch):
     """The backend's kernel cache builds a key once however many threads ask; those queued
     behind a build that raises get its error (before, each built again in turn), and a call
     after it builds afresh."""
-    import threading
-
     from numba_norms.backends.numba import softmax as nb
-    from rtc import cache as rtc_cache
 
     key = ("test-failing-build", time.monotonic_ns())
-    arrived: list = []
-    key_lock = rtc_cache.key_lock
-
-    def counting_key_lock(k):
-        arrived.append(k)
-        return key_lock(k)
-
-    monkeypatch.setattr(rtc_cache, "key_lock", counting_key_lock)
-    entered, go = threading.Event(), threading.Event()
-    calls, errors = [], []
-
-    def build():
-        calls.append(1)
-        entered.set()
-        go.wait(30)
-        raise RuntimeError("broken build")
-
-    def work():
-        try:
-            nb._cached(key, build)
-        except RuntimeError as exc:
-            errors.append(exc)
-
-    first = threading.Thread(target=work)
-    first.start()
-    assert entered.wait(30)
-    queued = [threading.Thread(target=work) for _ in range(3)]
-    for t in queued:
-        t.start()
-    deadline = time.monotonic() + 30
-    while len(arrived) < 4 and time.monotonic() < deadline:  # all four hold the one flight
-        time.sleep(0.01)
-    go.set()
-    for t in [first, *queued]:
-        t.join(30)
-    assert len(calls) == 1 and len(errors) == 4
+    builds, errors, _ = queue_behind_failing_build(
+        monkeypatch, lambda build: nb._cached(key, build), RuntimeError("broken build"), queued=3
+    )
+    assert builds == 1 and len(errors) == 4
     assert all(str(e) == "broken build" for e in errors)
-    assert nb._cached(key, lambda: "built") == "built" and len(calls) == 1
+    assert nb._cached(key, lambda: "built") == "built"
     assert nb._cache.pop(key) == "built"

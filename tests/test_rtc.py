@@ -22,6 +22,7 @@ import pytest
 import rtc
 from rtc import cache as rtc_cache
 from rtc._options import parse_nvrtc_flags
+from tests.conftest import queue_behind_failing_build
 
 SCALE_SRC = r"""
 template <typename T, int N>
@@ -925,54 +926,27 @@ def test_callers_queued_on_a_failing_compile_share_its_error(monkeypatch):
     from rtc import compiler
 
     key = ("test-flight", uuid.uuid4().hex)
-    arrived: list = []
-    key_lock = rtc_cache.key_lock
-
-    def counting_key_lock(k):
-        flight = key_lock(k)
-        arrived.append(flight)
-        return flight
-
-    monkeypatch.setattr(rtc_cache, "key_lock", counting_key_lock)
-    entered, go = threading.Event(), threading.Event()
-    calls: list = []
-
-    def make():
-        calls.append(1)
-        entered.set()
-        go.wait(30)
-        raise rtc.CompileError("broken", source="x", name="t")
-
-    errors: list = []
-
-    def work() -> None:
-        try:
-            compiler._through_memory(key, make)
-        except rtc.CompileError as exc:
-            errors.append(exc)
-
-    first = threading.Thread(target=work)
-    first.start()
-    assert entered.wait(30)
-    queued = [threading.Thread(target=work) for _ in range(4)]
-    for t in queued:
-        t.start()
-    deadline = time.monotonic() + 30
-    while len(arrived) < 5 and time.monotonic() < deadline:  # all five hold the one flight
-        time.sleep(0.01)
-    assert len(arrived) == 5 and all(f is arrived[0] for f in arrived)
-    go.set()
-    for t in [first, *queued]:
-        t.join(30)
-    assert len(calls) == 1 and len(errors) == 5
+    builds, errors, flights = queue_behind_failing_build(
+        monkeypatch,
+        lambda make: compiler._through_memory(key, make),
+        rtc.CompileError("broken", source="x", name="t"),
+    )
+    assert len(flights) == 5 and all(f is flights[0] for f in flights)
+    assert builds == 1 and len(errors) == 5
     (original,) = [e for e in errors if e.__cause__ is None]
     assert all(
         e.__cause__ is original and str(e) == str(original) for e in errors if e is not original
     )
     assert not [k for k in rtc_cache._key_locks if k[1] == key]
+    again: list = []
+
+    def make():
+        again.append(1)
+        raise rtc.CompileError("broken", source="x", name="t")
+
     with pytest.raises(rtc.CompileError):
         compiler._through_memory(key, make)
-    assert len(calls) == 2
+    assert again == [1]
 
 
 def test_threads_compile_different_keys_concurrently(cache_env):
