@@ -201,22 +201,34 @@ def _shared_cache_type() -> Any:
                 except PermissionError:
                     pass  # another user's leftovers are theirs to sweep
 
+            def __init__(self, path: str) -> None:
+                self._rtc_root = Path(path)
+                super().__init__(path)
+
             def __getitem__(self, key: object) -> bytes:
                 # Reading a FIFO (or a device) at an entry's path would block for ever; refuse
-                # what is not a regular file, as a read error: the compile's write replaces it.
-                path_for = getattr(self, "_path_for_key", None)
-                if path_for is not None:
-                    path = path_for(key)
-                    try:
-                        mode = os.stat(path).st_mode
-                    except FileNotFoundError:
-                        raise KeyError(key) from None
-                    if not stat.S_ISREG(mode):
-                        raise OSError(f"{path} is not a regular file")
+                # what is not a regular file, as a read error (the compile's write then replaces
+                # it, unless it is a directory).
+                path = _entry_path(self._rtc_root, key)
+                try:
+                    mode = os.stat(path).st_mode
+                except FileNotFoundError:
+                    raise KeyError(key) from None
+                if not stat.S_ISREG(mode):
+                    raise OSError(f"{path} is not a regular file")
                 return super().__getitem__(key)
 
         _shared_type = SharedProgramCache
     return _shared_type
+
+
+def _entry_path(root: Path, key: object) -> Path:
+    """Where ``FileStreamProgramCache`` keeps ``key``'s entry: ``entries/`` and the sha-256 of
+    the key split after two hex digits (the layout :func:`_entry_files` lists; a test checks it
+    against the entries cuda.core writes)."""
+    k = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    digest = hashlib.sha256(k).hexdigest()
+    return root / _ENTRIES_SUBDIR / digest[:2] / digest[2:]
 
 
 def _forget_disk_cache(path: str) -> None:
@@ -381,12 +393,19 @@ def release_key_lock(key: tuple, flight: Flight) -> None:
 
 
 def copy_error(exc: Exception) -> Exception:
-    """A copy of ``exc`` for another thread to raise: raising one object in several threads
-    would pile every thread's frames onto its traceback."""
+    """A copy of ``exc`` for another thread to raise ``from`` it (raising one object in several
+    threads would pile every thread's frames onto its traceback, and ``raise exc from exc``
+    would make it its own cause); one that cannot be copied is told of in a ``RuntimeError``."""
     try:
-        return copy.copy(exc)
-    except Exception:  # one that cannot be copied is raised as it is
-        return exc
+        err = copy.copy(exc)
+    except Exception:
+        err = None
+    if err is None or err is exc:
+        err = RuntimeError(f"the build this call waited for failed: {exc!r}")
+    return err
+
+
+_MISSING = object()
 
 
 def build_once(store: dict, key: Hashable, build: Callable[[], Any]) -> tuple[Any, bool]:
@@ -400,15 +419,15 @@ def build_once(store: dict, key: Hashable, build: Callable[[], Any]) -> tuple[An
     (value, built)
         ``built``: this call ran ``build``.
     """
-    obj = store.get(key)
-    if obj is not None:
+    obj = store.get(key, _MISSING)
+    if obj is not _MISSING:
         return obj, False
     flight_key = (id(store), key)
     flight = key_lock(flight_key)
     try:
         with flight.lock:
-            obj = store.get(key)
-            if obj is not None:
+            obj = store.get(key, _MISSING)
+            if obj is not _MISSING:
                 return obj, False
             if flight.error is not None:  # the build this call queued behind failed
                 raise copy_error(flight.error) from flight.error

@@ -257,7 +257,7 @@ def queue_behind_failing_build(monkeypatch, call, error: Exception, queued: int 
     def work() -> None:
         try:
             call(build)
-        except type(error) as exc:
+        except Exception as exc:
             errors.append(exc)
 
     first = threading.Thread(target=work)

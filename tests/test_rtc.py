@@ -635,6 +635,7 @@ def test_disk_entry_stores_symbol_mapping(cache_env):
     ((path, _),) = rtc.cache_entries()
     data = path.read_bytes()
     key = bytes.fromhex(_header(data)["key"])
+    assert path == rtc_cache._entry_path(rtc.cache_dir(), key)  # where the FIFO guard looks
     cubin, symbols, log = rtc_cache.decode_payload(data, SCALE_NAMES, key)
     assert cubin == mod.cubin
     assert symbols == mod.symbols
@@ -755,18 +756,21 @@ def test_a_fifo_at_an_entry_path_is_a_read_error_not_a_hang(cache_env, monkeypat
     def compile_again() -> None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result.append((rtc.compile(src, SCALE_NAMES, arch="sm_90"), caught))
+            mod = rtc.compile(src, SCALE_NAMES, arch="sm_90")
+            result.append((mod, rtc.last_origin(), caught))
 
     worker = threading.Thread(target=compile_again, daemon=True)
     worker.start()
     worker.join(120)
     if worker.is_alive():
-        with open(path, "wb"):  # a writer end lets the blocked read finish
+        try:  # a writer end lets a read blocked on the FIFO finish; never block here
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
             pass
         worker.join(10)
-        pytest.fail("rtc.compile blocked reading a FIFO at the entry's path")
-    ((mod, caught),) = result
-    assert mod.cubin == good.cubin and rtc.last_origin() == "compiled"
+        pytest.fail("rtc.compile blocked (reading a FIFO at the entry's path?)")
+    ((mod, origin, caught),) = result
+    assert mod.cubin == good.cubin and origin == "compiled"
     assert any("not a regular file" in str(w.message) for w in caught)
     assert path.is_file() and path.read_bytes() == original
 
@@ -947,6 +951,38 @@ def test_callers_queued_on_a_failing_compile_share_its_error(monkeypatch):
     with pytest.raises(rtc.CompileError):
         compiler._through_memory(key, make)
     assert again == [1]
+
+
+def test_build_once_keeps_a_none_value():
+    """A stored None is a value (a sentinel tells it from a missing key), not a miss."""
+    store: dict = {}
+    builds: list = []
+    for _ in range(3):
+        value, built = rtc.build_once(store, "k", lambda: builds.append(1))
+        assert value is None
+    assert builds == [1] and "k" in store
+
+
+class _Uncopyable(Exception):
+    def __init__(self, a, b):  # copy.copy calls __init__ with args: one, not two
+        super().__init__(f"{a}:{b}")
+
+
+def test_an_error_that_cannot_be_copied_is_not_its_own_cause(monkeypatch):
+    """Queued callers behind a build whose error copy.copy cannot copy get a RuntimeError from
+    it: before, the one object was raised from itself in every thread (its cause lost)."""
+    root = ValueError("root")
+    error = _Uncopyable(1, 2)
+    error.__cause__ = root
+    store: dict = {}
+    builds, errors, _ = queue_behind_failing_build(
+        monkeypatch, lambda build: rtc.build_once(store, "k", build), error, queued=2
+    )
+    assert builds == 1 and len(errors) == 3
+    assert sum(e is error for e in errors) == 1 and error.__cause__ is root
+    queued = [e for e in errors if e is not error]
+    assert all(isinstance(e, RuntimeError) and e.__cause__ is error for e in queued)
+    assert "1:2" in str(queued[0])
 
 
 def test_threads_compile_different_keys_concurrently(cache_env):
