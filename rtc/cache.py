@@ -414,6 +414,15 @@ def build_once(store: dict, key: Hashable, build: Callable[[], Any]) -> tuple[An
     raised get a copy of its error (raised from it) instead of building again; a call that
     comes after it builds afresh.
 
+    Parameters
+    ----------
+    store : dict
+        The caller's cache (any value may be stored, ``None`` included).
+    key : hashable
+        The value's key in ``store``.
+    build : callable
+        Makes the value; called with no arguments, at most once per key at a time.
+
     Returns
     -------
     (value, built)
