@@ -60,7 +60,11 @@ SCHEMA_VERSION = 2
 _MAGIC = b"RTCCUBIN"
 _PREFIX = struct.Struct("<8sII")
 _ELF_MAGIC = b"\x7fELF"
-_ENTRIES_SUBDIR = "entries"  # layout of FileStreamProgramCache
+# FileStreamProgramCache's layout: entries/<first _FANOUT hex digits>/<the rest>, of the
+# sha-256 of the key (_entry_path builds a path, _entry_files lists them)
+_ENTRIES_SUBDIR = "entries"
+_FANOUT = 2
+_DIGEST_HEX = 2 * hashlib.sha256().digest_size
 _TMP_SUBDIR = "tmp"  # where it stages a write (owner-only)
 
 # ---------------------------------------------------------------------------------------------
@@ -228,7 +232,7 @@ def _entry_path(root: Path, key: object) -> Path:
     against the entries cuda.core writes)."""
     k = key.encode("utf-8") if isinstance(key, str) else bytes(key)
     digest = hashlib.sha256(k).hexdigest()
-    return root / _ENTRIES_SUBDIR / digest[:2] / digest[2:]
+    return root / _ENTRIES_SUBDIR / digest[:_FANOUT] / digest[_FANOUT:]
 
 
 def _forget_disk_cache(path: str) -> None:
@@ -475,7 +479,7 @@ def _entry_files(root: Path) -> list[Path]:
 
     try:
         with os.scandir(base) as outer:
-            subs = [e for e in outer if _hex(e.name, 2) and e.is_dir(follow_symlinks=False)]
+            subs = [e for e in outer if _hex(e.name, _FANOUT) and e.is_dir(follow_symlinks=False)]
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as exc:
@@ -487,7 +491,7 @@ def _entry_files(root: Path) -> list[Path]:
                 out.extend(
                     Path(e.path)
                     for e in inner
-                    if _hex(e.name, 62) and e.is_file(follow_symlinks=False)
+                    if _hex(e.name, _DIGEST_HEX - _FANOUT) and e.is_file(follow_symlinks=False)
                 )
         except (FileNotFoundError, NotADirectoryError):
             continue
