@@ -213,11 +213,6 @@ class _RowSpec:
         """Dynamic shared memory a CTA stages its row in (0: none; softmax ``stage``)."""
         return 0
 
-    @property
-    def stage_in_occupancy(self) -> bool:
-        """Whether ``max_active_per_sm`` already counts the staged row's shared memory."""
-        return False
-
 
 @dataclass(frozen=True)
 class NormSpec(_RowSpec):
@@ -255,21 +250,8 @@ class NormSpec(_RowSpec):
             c.prefetch,
             c.wgrad_smem,
             c.fold,
-            c.stage,
             self.multi_cta,
         )
-
-    def stage_bytes(self, cols: int) -> int:
-        """``config.stage``: the row as loaded (a tuned entry's ``hidden_size`` columns), the
-        next one copied there while a CTA reduces and writes this one (0: not staged)."""
-        c = self.config
-        return cols * itemsize(c.input) if c.stage else 0
-
-    @property
-    def stage_in_occupancy(self) -> bool:
-        """A staged norm kernel's occupancy counts its shared memory (the launchers query it
-        with the staged row), so the persistent grid may launch it."""
-        return True
 
 
 def norm_spec(config: NormConfig, cols: int, vec_elts: int, limits: DeviceLimits) -> NormSpec:
@@ -420,7 +402,7 @@ def row_plan(
     # path's CTAs must all be resident). max_active_clusters, queried without it, only decides
     # whether a cluster can be placed at all: one CTA an SM, at most MAX_CLUSTER of them, is
     # within a GPC.
-    if shared and not rows_grid and not spec.stage_in_occupancy:
+    if shared and not rows_grid:
         raise PlanError("a staged row needs the grid of rows, one CTA or one cluster a row")
     cap = None if rows_grid else spec.ctas_per_sm_cap
     resident = limits.sm_count * (max_active_per_sm if cap is None else min(cap, max_active_per_sm))

@@ -80,10 +80,6 @@ MAX_THREADS_PER_SM = 2048
 # Static shared memory a backward CTA may give its dgamma / dbeta slots (wgrad_smem): the 48 KiB
 # static limit less room for the reduction buffers.
 WGRAD_SMEM_BYTES = 47 * 1024
-# Dynamic shared memory a staged forward's row may take (NormConfig.stage): sm_90's 227 KiB a
-# CTA less the planner's reserve for static buffers (planner.STAGE_RESERVE); a device with less
-# (sm_80: 163 KiB) gets TE's entry from the planner's fallback.
-NORM_STAGE_BYTES = 226 * 1024
 
 # TE's tuned kernels need 16-byte aligned pointers and a row count that is a multiple of 4.
 TUNED_ALIGNMENT = 16
@@ -172,13 +168,6 @@ class NormConfig:
         without the inter-CTA exchange and addresses each row from one pointer, as LayerNorm's
         one-CTA forwards always are. It ran 0.47-1.17x against the same shape unfolded (H200,
         runs 139-140), so it is set per measured entry. The Numba kernels ignore it.
-    stage : bool
-        Tuned forward entries of one CTA a row (``warps_m`` 1, 16-byte vectors, no
-        ``prefetch``, the persistent grid) only: the pipeline through shared memory. Each CTA
-        copies the next row into dynamic shared memory (``cp.async``, ``hidden_size`` elements
-        of the input, at most :data:`NORM_STAGE_BYTES`) while it reduces and writes this one,
-        where the registers hold one row but not a prefetched second (bf16 LayerNorm 65536 on
-        1024 threads). NVRTC kernels only: the Numba backend is given the entry without it.
     """
 
     op: str
@@ -200,7 +189,6 @@ class NormConfig:
     grid: str = "persistent"
     wgrad_smem: int = 0
     fold: bool = False
-    stage: bool = False
 
     def __post_init__(self) -> None:
         if self.op not in NORM_OPS:
@@ -256,8 +244,6 @@ class NormConfig:
                 "fold: expected a tuned rmsnorm_fwd entry with ctas_per_row 1, got a "
                 f"{self.kind} {self.op} entry with ctas_per_row {self.ctas_per_row}"
             )
-        if self.stage:
-            self._check_stage()
         if not _pow2(self.bytes_per_ldg) or self.bytes_per_ldg > 16:
             raise ValueError(
                 f"bytes_per_ldg must be a power of two <= 16, got {self.bytes_per_ldg}"
@@ -272,29 +258,6 @@ class NormConfig:
             raise ValueError(
                 f"tuned hidden_size {self.hidden_size} is not a multiple of "
                 f"ctas_per_row * warps_n * 32 * elements per vector = {self.cols_per_pass}"
-            )
-
-    def _check_stage(self) -> None:
-        why = (
-            "a backward op" if self.is_backward
-            else "a general entry" if self.kind != "tuned"
-            else f"ctas_per_row {self.ctas_per_row}" if self.ctas_per_row != 1
-            else f"warps_m {self.warps_m}" if self.warps_m != 1
-            else f"bytes_per_ldg {self.bytes_per_ldg}" if self.bytes_per_ldg != 16
-            else "prefetch" if self.prefetch
-            else f"grid {self.grid!r}" if self.grid != "persistent"
-            else None
-        )  # fmt: skip
-        if why is not None:
-            raise ValueError(
-                "stage: expected a tuned forward entry of one CTA a row (warps_m 1, 16-byte "
-                f"vectors, no prefetch, the persistent grid), got {why}"
-            )
-        need = self.hidden_size * itemsize(self.input)
-        if need > NORM_STAGE_BYTES:
-            raise ValueError(
-                f"stage: a row of {self.hidden_size} {self.input} takes {need} bytes of shared "
-                f"memory, more than {NORM_STAGE_BYTES}"
             )
 
     @property
@@ -352,12 +315,11 @@ class NormConfig:
         grid: str = "persistent",
         wgrad_smem: int = 0,
         fold: bool = False,
-        stage: bool = False,
     ) -> NormConfig:
         """A tuned entry for ``key`` made outside TE's table (measured or generated)."""
         return cls._made_for(
             "tuned", key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-            min_ctas_per_sm, prefetch, grid, wgrad_smem, fold, stage,
+            min_ctas_per_sm, prefetch, grid, wgrad_smem, fold,
         )  # fmt: skip
 
     @classmethod
@@ -384,7 +346,7 @@ class NormConfig:
     @classmethod
     def _made_for(
         cls, kind, key, hidden_size, ctas_per_row, warps_m, warps_n, bytes_per_ldg, origin,
-        min_ctas_per_sm, prefetch, grid, wgrad_smem=0, fold=False, stage=False,
+        min_ctas_per_sm, prefetch, grid, wgrad_smem=0, fold=False,
     ) -> NormConfig:  # fmt: skip
         return cls(
             op=key.op,
@@ -405,7 +367,6 @@ class NormConfig:
             grid=grid,
             wgrad_smem=wgrad_smem,
             fold=fold,
-            stage=stage,
         )
 
 
@@ -441,7 +402,6 @@ def _measured_from_json(raw: dict) -> NormConfig:
         grid=raw.get("grid", "persistent"),
         wgrad_smem=int(raw.get("wgrad_smem", 0)),
         fold=bool(raw.get("fold", False)),
-        stage=bool(raw.get("stage", False)),
     )
 
 
@@ -495,9 +455,8 @@ def norm_configs(include_fp8: bool = False, backend: str | None = None) -> tuple
     measured = measured_configs()
     if backend in BACKEND_TABLES:
         # without the shared entries whose wgrad_smem was timed on NVRTC only (Numba's own
-        # entries serve those sizes); staged ones without the stage (no Numba kernel has it)
-        shared = (_replace(c, stage=False) if c.stage else c for c in measured if not c.wgrad_smem)
-        measured = measured_configs(backend) + tuple(shared)
+        # entries serve those sizes)
+        measured = measured_configs(backend) + tuple(c for c in measured if not c.wgrad_smem)
     entries = [c for c in measured if include_fp8 or c.output not in FP8_DTYPES]
     for raw in json.loads(text)["entries"]:
         cfg = _entry_from_json(raw)

@@ -13,9 +13,7 @@ beat what serves now by more than ``--min-gain``, in ``numba_norms/data/measured
 format: copy it there after reading the CSV).
 
 ``--fold also`` (or ``only``) times the one-CTA RMSNorm forward shapes folded too
-(``NormConfig.fold``); a folded winner carries ``"fold": true``. ``--stage also`` (or ``only``)
-times the forward shapes that may stage their next row in shared memory
-(``NormConfig.stage``: one CTA of one warp row, no pipeline in registers) staged too (NVRTC).
+(``NormConfig.fold``); a folded winner carries ``"fold": true``.
 
 ``--general`` sweeps one-CTA general shapes instead, timed on rows of the given lengths: scalar
 accesses where the pitch allows only one element (odd lengths; winners go from ``tune.csv`` into
@@ -184,15 +182,11 @@ def refine_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) 
     for r in rows:
         shape = tuple(int(r[f]) for f in ("ctas_per_row", "warps_m", "warps_n", "min_ctas_per_sm"))
         grid, fold = r.get("row_grid") or "persistent", bool(int(r.get("fold") or 0))
-        stage = bool(int(r.get("stage") or 0))
-        if shape + (grid, fold, stage) in seen:
+        if shape + (grid, fold) in seen:
             continue
-        seen.add(shape + (grid, fold, stage))
+        seen.add(shape + (grid, fold))
         cfg = dataclasses.replace(make_config(key, cols, *shape, grid), fold=fold)
-        if stage:
-            out.append(dataclasses.replace(cfg, stage=True))
-        else:
-            out += [dataclasses.replace(cfg, prefetch=pf) for pf in PREFETCH]
+        out += [dataclasses.replace(cfg, prefetch=pf) for pf in PREFETCH]
         if len(seen) == top:
             break
     return out
@@ -221,19 +215,6 @@ def fold_variants(cfg: registry.NormConfig, sweep: str | None) -> list:
         return [] if sweep == "only" else [cfg]
     folded = dataclasses.replace(cfg, fold=True)
     return [folded] if sweep == "only" else [cfg, folded]
-
-
-def stage_variants(cfg: registry.NormConfig, sweep: str | None) -> list:
-    """``cfg`` and, with ``sweep`` ("also") for a forward entry that may stage its next row
-    (``NormConfig.stage``), its staged copy; "only": the staged copy alone, nothing for shapes
-    that cannot stage."""
-    if not sweep or cfg.stage:
-        return [cfg]
-    try:
-        staged = dataclasses.replace(cfg, stage=True)
-    except ValueError:  # a backward, several CTAs a row, the pipeline, a row past the memory
-        return [] if sweep == "only" else [cfg]
-    return [staged] if sweep == "only" else [cfg, staged]
 
 
 def shape_candidates(refine: dict, key: registry.NormKey, cols: int, top: int) -> list:
@@ -352,7 +333,6 @@ def run(args) -> int:
         "row_grid",
         "wgrad_smem",
         "fold",
-        "stage",
         "elts_per_thread",
         "regs",
         "occupancy",
@@ -399,10 +379,9 @@ def run(args) -> int:
                 row_grid=cfg.grid,
                 wgrad_smem=cfg.wgrad_smem,
                 fold=int(cfg.fold),
-                stage=int(cfg.stage),
                 elts_per_thread=plan.spec.ldgs * plan.spec.num_elts,
                 regs=main.num_regs,
-                occupancy=main.occupancy(plan.spec.threads, plan.shared_bytes),
+                occupancy=main.occupancy(plan.spec.threads, 0),
                 grid="x".join(map(str, plan.grid)),
                 median_us=round(t.median_us, 2),
                 p20_us=round(t.p20_us, 2),
@@ -464,8 +443,6 @@ def run(args) -> int:
                         cands = refine_candidates(refine, key, cols, args.top)
                     cands = [v for c in cands for v in wgrad_variants(c, args.wgrad_smem)]
                     cands = [v for c in cands for v in fold_variants(c, args.fold)]
-                    if backend == "nvrtc":
-                        cands = [v for c in cands for v in stage_variants(c, args.stage)]
                     ahead += cands
                 if backend == "numba":  # one batch: the workers build them side by side
                     prefetch(ahead, cols, prob.kind)
@@ -516,10 +493,7 @@ def run(args) -> int:
                                     ),
                                     args.wgrad_smem,
                                 )
-                                for f in fold_variants(w, args.fold)
-                                for v in (
-                                    stage_variants(f, args.stage) if backend == "nvrtc" else (f,)
-                                )
+                                for v in fold_variants(w, args.fold)
                             ],
                         ),
                         ("capped", None),
@@ -535,7 +509,6 @@ def run(args) -> int:
                             for m in (1,) + MIN_CTAS
                             for pf in (PREFETCH if backend == "nvrtc" else (False,))
                             if c.threads * m <= registry.MAX_THREADS_PER_SM
-                            and not (pf and c.stage)  # the staged kernel has no register pipeline
                         ]
                     prefetch(cands, cols, prob.kind)
                     for cfg in cands:
@@ -556,7 +529,6 @@ def run(args) -> int:
                     f"/min{best.min_ctas_per_sm}{'/pf' if best.prefetch else ''}"
                     f"{f'/wg{best.wgrad_smem}' if best.wgrad_smem else ''}"
                     f"{'/fold' if best.fold else ''}"
-                    f"{'/stage' if best.stage else ''}"
                     f"{'/rows' if best.grid == 'rows' else ''}, "
                     f"{brow['regs']} regs) x{gain:.2f} "
                     f"[{len(results)} cands, {time.monotonic() - t0:.1f} s]",
@@ -581,7 +553,6 @@ def run(args) -> int:
                             **({} if best.grid == "persistent" else {"grid": best.grid}),
                             **({"wgrad_smem": best.wgrad_smem} if best.wgrad_smem else {}),
                             **({"fold": True} if best.fold else {}),
-                            **({"stage": True} if best.stage else {}),
                             gbs=brow["gbs"],
                             baseline_gbs=cur_row["gbs"],
                             baseline=f"{cur_cfg.origin} {cur_cfg.ctas_per_row}/"
@@ -657,14 +628,6 @@ def main() -> int:
         default=None,
         help="rmsnorm_fwd: time every one-CTA tuned shape (with --refine: every refined "
         "candidate) also ('only': just) folded (NormConfig.fold)",
-    )
-    p.add_argument(
-        "--stage",
-        choices=("also", "only"),
-        default=None,
-        help="forward ops (NVRTC): time every shape that may stage its next row in shared "
-        "memory (with --refine: every refined candidate) also ('only': just) staged "
-        "(NormConfig.stage)",
     )
     p.add_argument(
         "--min-gain",

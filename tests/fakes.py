@@ -34,8 +34,7 @@ class FakeDriver:
     Launches arrive through ``cuLaunchKernelEx`` (cooperative and programmatic launches as its
     attributes); the indices of programmatic ones in ``launches`` are listed in
     ``programmatic``, the cluster dimensions of each cluster launch in ``clusters`` (index ->
-    (x, y, z)), the dynamic shared memory of each launch that has some in ``shared`` (index ->
-    bytes). The driver's types (``CUlaunchConfig``, ...) are the real ones.
+    (x, y, z)). The driver's types (``CUlaunchConfig``, ...) are the real ones.
     """
 
     def __init__(self, labels: dict[int, str] | None = None, *, record: bool = True) -> None:
@@ -45,7 +44,6 @@ class FakeDriver:
         self.memsets: list[tuple] = []
         self.programmatic: list[int] = []
         self.clusters: dict[int, tuple[int, int, int]] = {}
-        self.shared: dict[int, int] = {}
         self.devices: list[int] = []  # the current device at each recorded launch
         self._codes: dict[int, str] = {}
 
@@ -121,8 +119,6 @@ class FakeDriver:
             if a.id == ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
                 d = a.value.clusterDim
                 self.clusters[len(self.launches)] = (d.x, d.y, d.z)
-        if config.sharedMemBytes:
-            self.shared[len(self.launches)] = int(config.sharedMemBytes)
         grid = (config.gridDimX, config.gridDimY, config.gridDimZ)
         block = (config.blockDimX, config.blockDimY, config.blockDimZ)
         coop = ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE in kinds

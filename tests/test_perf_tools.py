@@ -229,40 +229,6 @@ def test_tune_norms_fold_candidates(monkeypatch, tmp_path):
     ]  # fmt: skip
 
 
-def test_tune_norms_stage_candidates(monkeypatch, tmp_path):
-    """``tune_norms.py --stage``: staged copies only of forwards that may stage (one CTA of one
-    warp row, no register pipeline, a row that fits), and a refined staged row stays staged
-    without the pipeline (the GPU image has torch; CI skips)."""
-    pytest.importorskip("torch")
-    monkeypatch.syspath_prepend(str(ROOT / "perf"))
-    tn = importlib.import_module("tune_norms")
-    from numba_norms import registry
-
-    key = registry.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
-    one, two = (tn.make_config(key, 65536, c, 1, 32 // c, 1) for c in (1, 2))
-    staged = dataclasses.replace(one, stage=True)
-    assert tn.stage_variants(one, None) == [one]
-    assert tn.stage_variants(one, "also") == [one, staged]
-    assert tn.stage_variants(one, "only") == [staged]
-    assert tn.stage_variants(two, "also") == [two] and tn.stage_variants(two, "only") == []
-    piped = dataclasses.replace(one, prefetch=True)
-    assert tn.stage_variants(piped, "only") == []
-    bwd = tn.make_config(
-        registry.NormKey("layernorm_bwd", "bf16", "bf16", "bf16"), 4096, 1, 1, 4, 1
-    )
-    assert tn.stage_variants(bwd, "also") == [bwd]
-    head = "op,weight,input,output,cols,label,ctas_per_row,warps_m,warps_n,min_ctas_per_sm,"
-    head += "prefetch,row_grid,fold,stage,median_us,check\n"
-    body = [
-        "layernorm_fwd,bf16,bf16,bf16,65536,shape,1,1,32,1,0,persistent,0,1,100,ok",
-        "layernorm_fwd,bf16,bf16,bf16,65536,shape,1,1,32,1,0,persistent,0,0,110,ok",
-    ]
-    (tmp_path / "tune.csv").write_text(head + "\n".join(body) + "\n")
-    refine = tn.load_refine([str(tmp_path / "tune.csv")])
-    cands = tn.refine_candidates(refine, key, 65536, 2)
-    assert [(c.stage, c.prefetch) for c in cands] == [(True, False), (False, False), (False, True)]
-
-
 def test_scoreboard_tables(tmp_path):
     # two files of one split run: the second's nvrtc row replaces the first's
     head = "op,impl,dtype,cols,median_us,gbs,pct_ceiling,check\n"

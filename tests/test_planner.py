@@ -506,28 +506,3 @@ def test_rows_of_fewer_ctas_than_te_asks_cover_the_row():
             assert spec.ldgs == -(-131072 // (3 * sm.warps_n * 32 * 4))
         else:
             assert spec.ldgs == 4
-
-
-def test_staged_norm_plans():
-    """A staged norm forward (``NormConfig.stage``): its row (``hidden_size`` elements of the
-    input) in dynamic shared memory on the persistent grid, whose occupancy the launchers query
-    with that memory; more than a CTA may have is a PlanError (dispatch then serves TE's
-    entry)."""
-    key = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
-    cfg = r.NormConfig.tuned_for(
-        key, 65536, ctas_per_row=1, warps_m=1, warps_n=32, origin="measured", stage=True
-    )
-    spec = p.norm_spec(cfg, 65536, 8, H200)
-    plain = p.norm_spec(dataclasses.replace(cfg, stage=False), 65536, 8, H200)
-    assert spec.kernel_key != plain.kernel_key
-    assert (spec.stage_bytes(65536), plain.stage_bytes(65536)) == (131072, 0)
-    plan = p.norm_plan(spec, 16384, 65536, H200, 1)
-    assert (plan.shared_bytes, plan.grid, plan.ctas_per_row) == (131072, (1, 132, 1), 1)
-    assert p.norm_plan(plain, 16384, 65536, H200, 1).shared_bytes == 0
-    fp32 = dataclasses.replace(cfg, input="fp32", weight="fp32", output="fp32", hidden_size=32768)
-    assert p.norm_plan(p.norm_spec(fp32, 32768, 4, H200), 8, 32768, H200, 1).shared_bytes == 131072
-    a100 = dataclasses.replace(H200, sm_count=108, max_shared_per_block_optin=163 * 1024)
-    assert p.norm_plan(spec, 16384, 65536, a100, 1).shared_bytes == 131072
-    small = dataclasses.replace(H200, max_shared_per_block_optin=100 * 1024)
-    with pytest.raises(p.PlanError, match="131072 bytes of shared memory"):
-        p.norm_plan(spec, 16384, 65536, small, 1)

@@ -131,17 +131,6 @@ def test_numba_softmax_entries_replace_shared_ones_of_their_length():
         (dict(op="rmsnorm_fwd", kind="general", fold=True), "fold: expected"),
         (dict(op="rmsnorm_fwd", ctas_per_row=2, fold=True), "fold: expected"),
         (dict(op="rmsnorm_bwd", bytes_per_ldg_final=4, fold=True), "fold: expected"),
-        (dict(op="layernorm_bwd", bytes_per_ldg_final=4, stage=True), "got a backward op"),
-        (dict(kind="general", stage=True), "got a general entry"),
-        (dict(ctas_per_row=2, stage=True), "got ctas_per_row 2"),
-        (dict(warps_m=2, stage=True), "got warps_m 2"),
-        (dict(bytes_per_ldg=8, stage=True), "got bytes_per_ldg 8"),
-        (dict(prefetch=True, stage=True), "got prefetch"),
-        (dict(grid="rows", stage=True), "got grid 'rows'"),
-        (
-            dict(hidden_size=65536, input="fp32", weight="fp32", output="fp32", stage=True),
-            "262144 bytes of shared memory",
-        ),
     ],
 )
 def test_invalid_entries_are_rejected(changes, message):
@@ -175,34 +164,6 @@ def test_fold_is_read_per_entry_and_shared_with_e5m2():
     assert not r.select_norm(key, 5120, 16384, 16, measured=False).fold  # generated
     assert not r.select_norm(key, 6144, 16384, 16).fold  # generated from the folded neighbours
     assert not any(c.fold for c in r.norm_configs(include_fp8=True) if c.origin == "te")
-
-
-def test_stage_is_read_per_entry_and_never_reaches_numba():
-    """``stage`` comes from the measured JSON entry (absent: False); the e5m2 copy of an e4m3
-    entry carries it; the Numba backend (no staged kernel) gets every such entry without it."""
-    raw = json.loads(
-        resources.files("numba_norms").joinpath("data/measured_norms.json").read_text()
-    )
-    flagged = {
-        (e["op"], e["input"], e["output"], e["hidden_size"])
-        for e in raw["entries"]
-        if e.get("stage")
-    }
-    measured = r.measured_configs()
-    staged = [c for c in measured if c.stage]
-    assert flagged == {
-        (c.op, c.input, c.output, c.hidden_size) for c in staged if c.output != "fp8e5m2"
-    }
-    assert all(r._replace(c, output="fp8e5m2") in measured for c in staged if c.output == "fp8e4m3")
-    assert not any(c.stage for c in r.norm_configs(include_fp8=True, backend="numba"))
-    for c in staged:
-        nvrtc = r.select_norm(c.key, c.hidden_size, 16384, 256, backend="nvrtc")
-        numba = r.select_norm(c.key, c.hidden_size, 16384, 256, backend="numba")
-        assert nvrtc == c
-        assert not numba.stage and (numba == r._replace(c, stage=False) or numba.origin != "te")
-    assert not any(c.stage for c in r.norm_configs(include_fp8=True) if c.origin == "te")
-    key = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")  # generated from staged neighbours
-    assert not any(r.select_norm(key, cols, 16384, 256).stage for cols in (60416, 63488, 64512))
 
 
 def test_tuned_needs_alignment_and_rows_multiple_of_four():

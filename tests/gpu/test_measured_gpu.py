@@ -28,8 +28,6 @@ NUMBA = [c for c in MEASURED if c.threads >= 512 or _first_of_op[c.op] is c]
 NUMBA_OWN = [c for c in registry.measured_configs("numba") if not c.output.startswith("fp8")]
 _replaced = {(c.key, c.hidden_size) for c in NUMBA_OWN}
 NUMBA = [c for c in NUMBA if (c.key, c.hidden_size) not in _replaced]
-# a staged entry reaches the Numba path without the stage (no Numba kernel has one)
-NUMBA = [registry._replace(c, stage=False) if c.stage else c for c in NUMBA]
 
 
 def _rows(cfg, cols: int | None = None, backend: str = "nvrtc") -> int:
@@ -63,10 +61,8 @@ def _run(backend, cfg):
 
 
 def _id(c) -> str:
-    return (
-        f"{c.op}-{c.input}-{c.hidden_size}-{c.warps_m}x{c.warps_n}-m{c.min_ctas_per_sm}"
-        + ("-pf" if c.prefetch else "")
-        + ("-st" if c.stage else "")
+    return f"{c.op}-{c.input}-{c.hidden_size}-{c.warps_m}x{c.warps_n}-m{c.min_ctas_per_sm}" + (
+        "-pf" if c.prefetch else ""
     )
 
 

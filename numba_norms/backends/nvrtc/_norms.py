@@ -16,7 +16,7 @@ from typing import Any
 
 import rtc
 
-from ...planner import STAGE_RESERVE, NormPlan, NormSpec
+from ...planner import NormPlan, NormSpec
 from ..common import (
     NORM_BWD_PARAMS,
     NORM_FINALIZE_PARAMS,
@@ -105,9 +105,7 @@ def forward_name(spec: NormSpec) -> str:
     """Name expression of the forward kernel of ``spec``."""
     if spec.config.is_backward:
         raise ValueError(f"{spec.op} is not a forward op")
-    # STAGE is the last template parameter, defaulted to false: unstaged names stay as they were
-    stage = ", true" if spec.config.stage else ""
-    return f"norm_fwd<{_template_args(spec)}, {_tail(spec.config)}, {_flag(exchange(spec))}{stage}>"
+    return f"norm_fwd<{_template_args(spec)}, {_tail(spec.config)}, {_flag(exchange(spec))}>"
 
 
 def backward_names(spec: NormSpec) -> tuple[str, str]:
@@ -188,27 +186,16 @@ def load(spec: NormSpec, device: int | None = None) -> tuple[Any, Any]:
         return _kernels.setdefault(key, (loaded[0], loaded[1] if len(loaded) > 1 else None))
 
 
-def _stage_bytes(spec: NormSpec) -> int:
-    """Dynamic shared memory of a staged forward (its tuned row), 0 for every other kernel."""
-    return spec.stage_bytes(spec.config.hidden_size)
-
-
 def occupancy(spec: NormSpec) -> int:
-    """Max resident CTAs per SM of the main kernel of ``spec`` on the current device (0 where a
-    staged row needs more shared memory than a CTA of this device may have)."""
+    """Max resident CTAs per SM of the main kernel of ``spec`` on the current device."""
     main, _ = load(spec)
-    shared = _stage_bytes(spec)
-    if shared:
-        info = rtc.device_info(current_device("a staged norm kernel"))
-        if info is None or shared + STAGE_RESERVE > info.max_shared_per_block_optin:
-            return 0
-    return main.occupancy(spec.threads, shared)
+    return main.occupancy(spec.threads, 0)
 
 
 def active_clusters(spec: NormSpec, cluster: int) -> int:
     """Clusters of ``cluster`` CTAs of the main kernel of ``spec`` the current device holds."""
     main, _ = load(spec)
-    return main.max_active_clusters(cluster, spec.threads, _stage_bytes(spec))
+    return main.max_active_clusters(cluster, spec.threads, 0)
 
 
 def _direction(spec: NormSpec, backward: bool) -> NormSpec:
@@ -263,7 +250,7 @@ class _Launch:
         main, finalize = load(plan.spec, device)
         params = NORM_BWD_PARAMS if plan.spec.config.is_backward else NORM_FWD_PARAMS
         self.main = rtc.Launcher(
-            main, tuple(plan.grid), tuple(plan.block), params, shared_mem=plan.shared_bytes,
+            main, tuple(plan.grid), tuple(plan.block), params,
             cooperative=bool(plan.cooperative), cluster=plan.cluster,
             programmatic=plan.dependent,
         )  # fmt: skip

@@ -355,34 +355,7 @@ struct RowSlice {
       }
     }
   }
-  // The staged forward (NormConfig.stage; one CTA a row, so vector it of this thread starts
-  // it * COL_STEP columns after its first): this thread's vectors of `row` are copied into its
-  // shared slots, vector it at slots[it * THREADS + threadIdx.x] (a warp's 16-byte slots are
-  // consecutive: no bank conflicts), zeros past `rows`; `unstage` reads them back once
-  // cp_async_wait() has returned. Each thread reads only what it copied: no CTA barrier.
-  template <int THREADS, int COL_STEP>
-  __device__ __forceinline__ void stage(Pack<T, NUM_ELTS>* slots, const T* base, long long stride,
-                                        int row, int rows, int col0) const {
-    static_assert(sizeof(Pack<T, NUM_ELTS>) == 16 && !GENERAL, "16-byte vectors of tuned rows");
-    const bool in = row < rows;
-    const T* first = base + (in ? (long long)row * stride : 0LL) + col0;
-    const unsigned smem = static_cast<unsigned>(__cvta_generic_to_shared(slots + threadIdx.x));
-    AsyncCopies<0, LDGS, THREADS * 16, COL_STEP * (int)sizeof(T)>::run(smem, first, in ? 16 : 0);
-    cp_async_commit();
-  }
-  template <int THREADS>
-  __device__ __forceinline__ void unstage(const Pack<T, NUM_ELTS>* slots) {
-#pragma unroll
-    for (int it = 0; it < LDGS; ++it) p[it] = slots[it * THREADS + threadIdx.x];
-  }
 };
-
-// Dynamic shared memory of the staged forward (planner.NormSpec.stage_bytes).
-template <typename T, int NUM_ELTS>
-__device__ __forceinline__ Pack<T, NUM_ELTS>* staged_slots() {
-  extern __shared__ __align__(16) unsigned char nn_norm_staged[];
-  return reinterpret_cast<Pack<T, NUM_ELTS>*>(nn_norm_staged);
-}
 
 
 // Backward row sums (sum dy * g, sum dy * g * x-hat) reduced over the row; RMSNorm has only
@@ -455,14 +428,10 @@ struct Slots {
 // ------------------------------------------------------------------------------------------------
 
 template <typename Ti, typename Tw, typename To, int WARPS_M, int WARPS_N, int NUM_ELTS,
-          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS, bool PREFETCH, bool EXCHANGE,
-          bool STAGE = false>
+          int LDGS, bool GENERAL, bool RMS, int MIN_CTAS, bool PREFETCH, bool EXCHANGE>
 // MIN_CTAS: resident CTAs per SM ptxas must allow (a register cap; registry data, measured).
 // PREFETCH: the next row's loads are issued before this row's reductions (software pipeline).
 // EXCHANGE: see Geometry; the launcher leaves it out of LayerNorm's one-CTA rows (_norms.py).
-// STAGE (NormConfig.stage): the pipeline through shared memory instead of registers: the next
-// row is copied into dynamic shared memory (cp.async) while this one is reduced and written,
-// for one-CTA rows whose registers hold one row but not two.
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
     norm_fwd(const Ti* x, const Tw* gamma, const Tw* beta, To* y, float* mu, float* rsigma,
              int rows, int cols, long long x_stride, long long y_stride, float eps,
@@ -519,28 +488,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   const bool lockstep = WARPS_N > 1 || geo.ctas > 1;
   const int trips = geo.trips(rows);
   RowSlice<Ti, LDGS, NUM_ELTS, GENERAL, FOLD> cur;
-  static_assert(!STAGE || (!PREFETCH && !GENERAL && WARPS_M == 1), "staged: one-CTA tuned rows");
-  constexpr int THREADS = WARPS_M * WARPS_N * 32;
-  constexpr int CTA_COLS = Geometry<WARPS_M, WARPS_N, NUM_ELTS, EXCHANGE>::CTA_COLS;
-  Pack<Ti, NUM_ELTS>* slots = nullptr;
   if (PREFETCH && trips > 0) cur.load(x, x_stride, geo.row(0), rows, geo.col0, geo.col_step, cols);
-  if constexpr (STAGE) {
-    slots = staged_slots<Ti, NUM_ELTS>();
-    if (trips > 0) {
-      cur.template stage<THREADS, CTA_COLS>(slots, x, x_stride, geo.row(0), rows, geo.col0);
-    }
-  }
-  // The next row's copy overwrites the slots: it starts once this row's sums have used every
-  // value read from them. Not between the sums: ptxas then kept the first pass's floats for the
-  // second across the copies (bf16 LayerNorm 65536: 180 B of spill stores, against 88 here).
-  const auto stage_next = [&](int trip) {
-    if constexpr (STAGE) {
-      if (trip + 1 < trips) {
-        cur.template stage<THREADS, CTA_COLS>(slots, x, x_stride, geo.row(trip + 1), rows,
-                                              geo.col0);
-      }
-    }
-  };
   for (int trip = 0; trip < trips; ++trip) {
     const int row = geo.row(trip);
     const bool valid = row < rows;
@@ -554,12 +502,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       b.opaque();
     }
 
-    if constexpr (STAGE) {
-      cp_async_wait();
-      cur.template unstage<THREADS>(slots);
-    } else if constexpr (!PREFETCH) {
-      cur.load(x, x_stride, row, rows, geo.col0, geo.col_step, cols);
-    }
+    if constexpr (!PREFETCH) cur.load(x, x_stride, row, rows, geo.col0, geo.col_step, cols);
     // Wide: x widened once; lean: x kept as loaded (a copy: with PREFETCH `cur` takes the next
     // row) and widened at each use.
     float v[LEAN ? 1 : LDGS][NUM_ELTS];
@@ -611,7 +554,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       for (int it = 0; it < LDGS; ++it)
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) s += val(it, j) * val(it, j);
-      stage_next(trip);
       float2 t = make_float2(warp_sum(s), 0.f);
       t = row_reduce(t, trip, geo, red, stats, barrier, sum, sum);
       rs = rsqrtf(t.x * rn + eps);
@@ -634,7 +576,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
           if (!GENERAL || j < left) m2 += d * d;
         }
       }
-      stage_next(trip);
       float2 t = make_float2(m_w, warp_sum(m2));
       t = row_reduce(t, trip, geo, red, stats, barrier, wchan, cchan);
       mean = t.x;
@@ -694,7 +635,6 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       }
     }
   }
-  if constexpr (STAGE) cp_async_wait();  // a warp that left early: no copy outlives the CTA
 
   if (want_amax) {
     // CTA max: warp butterfly, the warps through shared memory, one atomic per CTA (the int

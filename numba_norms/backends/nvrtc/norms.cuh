@@ -422,38 +422,6 @@ __device__ __forceinline__ void cluster_sync() {
 #endif
 }
 
-// Asynchronous 16-byte copies from global to shared memory (sm_80+), vector it of LDGS from
-// smem + it * SMEM_STEP (a shared-window address) and gmem + it * GMEM_STEP bytes: `bytes` of
-// each are read (16, or 0 to fill zeros without a read). The steps are immediates of the
-// instruction, so the copies need two base registers, not one address each (ptxas hoisted
-// those out of the row loop: 180 B of spills against 68 in bf16 LayerNorm 65536).
-// Complete in this thread once cp_async_wait() returns. (The steps times LDGS are a row's bytes
-// at most: planner.NormSpec.stage_bytes, within an int.)
-template <int IT, int LDGS, int SMEM_STEP, int GMEM_STEP>
-struct AsyncCopies {
-  static __device__ __forceinline__ void run(unsigned smem, const void* gmem, int bytes) {
-    if constexpr (IT < LDGS) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%4], 16, %2;" ::"r"(smem), "l"(gmem),
-                   "r"(bytes), "n"(IT * SMEM_STEP), "n"(IT * GMEM_STEP)
-                   : "memory");
-#endif
-      AsyncCopies<IT + 1, LDGS, SMEM_STEP, GMEM_STEP>::run(smem, gmem, bytes);
-    }
-  }
-};
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-// Waits for every copy this thread committed.
-__device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-#endif
-}
-
 // Largest cluster the plan launches (planner.MAX_CLUSTER, the portable cluster size).
 constexpr int kMaxCluster = 8;
 
