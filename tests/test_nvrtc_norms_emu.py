@@ -1,0 +1,163 @@
+"""Host emulation of the NVRTC norm forward (norms.cu).
+
+The CUDA C is compiled with g++ against the CUDA stand-in of ``tests/test_nvrtc_softmax.py``
+(one pthread per CUDA thread, real barriers for ``__syncthreads`` and the warp collectives, the
+PTX of asm statements rewritten to C++) and run on the CPU: the kernels' slices, row loop
+(several trips a CTA, the last past the rows), software pipeline, folded row addressing and
+general (bounds-checked) columns are checked against the float64 reference without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from numba_norms import planner, registry
+from numba_norms import reference as ref
+from numba_norms.backends.nvrtc import _norms
+from tests.test_nvrtc_softmax import _EMU_MOCK, _emu_source
+
+pytestmark = pytest.mark.slow
+
+H200 = planner.DeviceLimits(sm_count=132)
+_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
+_BITS = {"fp32": np.uint32, "fp16": np.uint16, "bf16": np.uint16}
+
+# What norms.cu needs beyond softmax.cu's stand-in: float4, __shfl_sync, __ldg, rsqrtf, atomicMax.
+_MOCK_MORE = r"""
+struct alignas(16) float4 { float x, y, z, w; };
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+template <typename V> V __shfl_sync(unsigned, V v, int k) {
+  Warp& w = my_warp(); unsigned l = threadIdx.x % 32; unsigned long long b = 0;
+  std::memcpy(&b, &v, sizeof(V)); w.buf[l] = b; w.bar.arrive_and_wait();
+  unsigned long long r = w.buf[k & 31]; w.bar.arrive_and_wait(); V out;
+  std::memcpy(&out, &r, sizeof(V)); return out; }
+template <typename T> T __ldg(const T* p) { return *p; }
+inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
+inline int atomicMax(int* p, int v) {
+  int old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
+                                                 __ATOMIC_SEQ_CST)) {}
+  return old; }
+"""
+
+_MAIN = r"""
+#include "mock.h"
+#include "norms.cu"
+extern "C" void run_fwd(int gy, int threads, const void* x, const void* g, const void* b,
+    void* y, float* mu, float* rs, int rows, int cols, long long xs, long long ys, float eps) {
+  emu_launch(dim3{1, (unsigned)gy, 1}, dim3{(unsigned)threads, 1, 1}, [&] {
+    KERNEL((const TI*)x, (const TI*)g, (const TI*)b, (TI*)y, mu, rs, rows, cols, xs, ys, eps, 0,
+           nullptr, nullptr, nullptr, nullptr, nullptr); });
+}
+"""
+
+
+def _bracket_sizes(text: str) -> str:
+    """Shared array sizes with a comparison in parentheses (the stand-in makes each array a
+    template argument, where a bare ``>`` would end the list)."""
+    return re.sub(
+        r"(__shared__\s+\w+\s+\w+)\[([^\]]*[<>][^\]]*)\]", lambda m: f"{m[1]}[({m[2]})]", text
+    )
+
+
+@pytest.fixture(scope="module")
+def emu_dir(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("the host emulation needs g++")
+    d = tmp_path_factory.mktemp("norms-emu")
+    src = Path(_norms.__file__).resolve().parent
+    (d / "mock.h").write_text(_EMU_MOCK + _MOCK_MORE)
+    for name in ("norms.cuh", "norms.cu"):
+        (d / name).write_text(_emu_source(_bracket_sizes((src / name).read_text())))
+    (d / "main.cpp").write_text(_MAIN)
+    return d
+
+
+def _lib(d: Path, expr: str) -> ctypes.CDLL:
+    ti = expr[expr.index("<") + 1 : expr.index(",")]
+    so = d / f"k{abs(hash(expr))}.so"
+    if not so.exists():
+        cmd = ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+               "-fno-strict-aliasing", f"-I{d}", f"-DKERNEL={expr}",
+               f"-DTI={ti}", str(d / "main.cpp"), "-o", str(so)]  # fmt: skip
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(so))
+
+
+# (op, dtype, warps_n, vectors a thread, rows, CTAs, prefetch, fold, cols): every case runs
+# several trips a CTA, the last of some CTAs past the rows; cols None: the tuned row length
+# (warps_n * 32 * vector * vectors), else a general kernel's bounds-checked row.
+_CASES = [
+    ("layernorm_fwd", "bf16", 2, 2, 13, 3, False, False, None),
+    ("layernorm_fwd", "bf16", 2, 2, 13, 3, True, False, None),  # the next row loaded early
+    ("layernorm_fwd", "fp32", 2, 2, 9, 4, True, False, None),
+    ("rmsnorm_fwd", "fp16", 1, 3, 7, 2, False, False, None),  # one warp: it may leave early
+    ("rmsnorm_fwd", "bf16", 2, 2, 10, 4, False, True, None),  # folded: one address a row
+    ("layernorm_fwd", "bf16", 1, 4, 6, 2, False, False, 1000),  # general: a partial last pass
+    ("rmsnorm_fwd", "fp32", 1, 2, 5, 2, True, False, 200),
+]
+
+
+def _ptr(a: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def _id(c) -> str:
+    op, dtype, wn, ldgs, rows, ctas, pf, fold, cols = c
+    extra = ("-pf" if pf else "") + ("-fold" if fold else "") + (f"-g{cols}" if cols else "")
+    return f"{op}-{dtype}-w{wn}-l{ldgs}-r{rows}x{ctas}{extra}"
+
+
+@pytest.mark.parametrize("case", _CASES, ids=_id)
+def test_emulated_forward(emu_dir, case):
+    op, dtype, warps_n, ldgs, rows, ctas, prefetch, fold, general = case
+    n = 16 // registry.itemsize(dtype)
+    tile = warps_n * 32 * n * ldgs
+    key = registry.NormKey(op, dtype, dtype, dtype)
+    if general is None:
+        cols = tile
+        cfg = registry.NormConfig.tuned_for(
+            key, cols, ctas_per_row=1, warps_m=1, warps_n=warps_n, origin="measured",
+            prefetch=prefetch, fold=fold,
+        )  # fmt: skip
+    else:
+        cols = general
+        cfg = registry.NormConfig.general_for(
+            key, tile, warps_m=1, warps_n=warps_n, bytes_per_ldg=16, origin="measured",
+            prefetch=prefetch,
+        )  # fmt: skip
+    spec = planner.norm_spec(cfg, cols, n, H200)
+    assert spec.ldgs == ldgs and spec.ctas_per_row == 1 and spec.general == (general is not None)
+    lib = _lib(emu_dir, _norms.forward_name(spec))
+    pitch = cols + 2 * n  # rows 16-byte aligned, not contiguous
+    rng = np.random.default_rng(cols * rows)
+    x = (rng.standard_normal((rows, pitch)) * 2 + 0.5).astype(_NP[dtype])
+    g = (1 + 0.3 * rng.standard_normal(cols)).astype(_NP[dtype])
+    b = (0.2 * rng.standard_normal(cols)).astype(_NP[dtype])
+    fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
+    y = np.full((rows, pitch), fill, _BITS[dtype])
+    mu, rs = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    lib.run_fwd(
+        ctypes.c_int(ctas), ctypes.c_int(warps_n * 32),
+        _ptr(x), _ptr(g), _ptr(b), _ptr(y), _ptr(mu), _ptr(rs),
+        ctypes.c_int(rows), ctypes.c_int(cols), ctypes.c_longlong(pitch),
+        ctypes.c_longlong(pitch), ctypes.c_float(1e-5),
+    )  # fmt: skip
+    assert np.all(y[:, cols:] == fill), "padding written"
+    got = y.view(_NP[dtype])[:, :cols].astype(np.float64)
+    if op == "layernorm_fwd":
+        want, want_mu, want_rs = ref.layernorm_fwd(x[:, :cols], g, b, 1e-5)
+        np.testing.assert_allclose(mu, want_mu, rtol=1e-5, atol=1e-6)
+    else:
+        want, want_rs = ref.rmsnorm_fwd(x[:, :cols], g, 1e-5)
+    np.testing.assert_allclose(rs, want_rs, rtol=1e-5)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
