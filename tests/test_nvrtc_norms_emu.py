@@ -11,24 +11,20 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 from numba_norms import planner, registry
 from numba_norms import reference as ref
 from numba_norms.backends.nvrtc import _norms
-from tests.test_nvrtc_softmax import _EMU_MOCK, _emu_source
+from tests.test_nvrtc_softmax import _EMU_BITS, _EMU_MOCK, _EMU_NP, emu_build, emu_workdir
 
 pytestmark = pytest.mark.slow
 
 H200 = planner.DeviceLimits(sm_count=132)
-_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
-_BITS = {"fp32": np.uint32, "fp16": np.uint16, "bf16": np.uint16}
+_NP, _BITS = _EMU_NP, _EMU_BITS
 
 # What norms.cu needs beyond softmax.cu's stand-in: float4, __shfl_sync, __ldg, rsqrtf, atomicMax.
 _MOCK_MORE = r"""
@@ -70,26 +66,13 @@ def _bracket_sizes(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def emu_dir(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("the host emulation needs g++")
-    d = tmp_path_factory.mktemp("norms-emu")
     src = Path(_norms.__file__).resolve().parent
-    (d / "mock.h").write_text(_EMU_MOCK + _MOCK_MORE)
-    for name in ("norms.cuh", "norms.cu"):
-        (d / name).write_text(_emu_source(_bracket_sizes((src / name).read_text())))
-    (d / "main.cpp").write_text(_MAIN)
-    return d
+    files = {name: _bracket_sizes((src / name).read_text()) for name in ("norms.cuh", "norms.cu")}
+    return emu_workdir(tmp_path_factory, "norms-emu", files, _MAIN, _EMU_MOCK + _MOCK_MORE)
 
 
 def _lib(d: Path, expr: str) -> ctypes.CDLL:
-    ti = expr[expr.index("<") + 1 : expr.index(",")]
-    so = d / f"k{abs(hash(expr))}.so"
-    if not so.exists():
-        cmd = ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
-               "-fno-strict-aliasing", f"-I{d}", f"-DKERNEL={expr}",
-               f"-DTI={ti}", str(d / "main.cpp"), "-o", str(so)]  # fmt: skip
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return ctypes.CDLL(str(so))
+    return emu_build(d, [f"KERNEL={expr}", f"TI={expr[expr.index('<') + 1 : expr.index(',')]}"])
 
 
 # (op, dtype, warps_n, vectors a thread, rows, CTAs, prefetch, fold, cols): every case runs

@@ -663,33 +663,45 @@ _EMU_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 _EMU_BITS = {"fp32": np.uint32, "fp16": np.uint16, "bf16": np.uint16}
 
 
-@pytest.fixture(scope="module")
-def emu_dir(tmp_path_factory):
+def emu_workdir(tmp_path_factory, stem: str, sources: dict[str, str], main: str, mock: str) -> Path:
+    """A build folder of the host emulation: the stand-in (``mock.h``), the CUDA sources with
+    their asm rewritten (``sources``: name -> text) and the host entry points (``main.cpp``).
+    Skips without g++."""
     if shutil.which("g++") is None:
         pytest.skip("the host emulation needs g++")
-    d = tmp_path_factory.mktemp("softmax-emu")
-    src = Path(nv_softmax.__file__).resolve().parent
-    (d / "mock.h").write_text(_EMU_MOCK)
-    for name in ("norms.cuh", "softmax.cu"):
-        (d / name).write_text(_emu_source((src / name).read_text()))
-    (d / "main.cpp").write_text(_EMU_MAIN)
+    d = tmp_path_factory.mktemp(stem)
+    (d / "mock.h").write_text(mock)
+    for name, text in sources.items():
+        (d / name).write_text(_emu_source(text))
+    (d / "main.cpp").write_text(main)
     return d
+
+
+def emu_build(d: Path, defines: list[str]) -> ctypes.CDLL:
+    """``main.cpp`` of ``d`` built with ``-D`` ``defines`` (once per set) and loaded."""
+    so = d / f"k{abs(hash(tuple(defines)))}.so"
+    if not so.exists():
+        cmd = ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+               "-fno-strict-aliasing", f"-I{d}", *(f"-D{v}" for v in defines),
+               str(d / "main.cpp"), "-o", str(so)]  # fmt: skip
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return ctypes.CDLL(str(so))
+
+
+@pytest.fixture(scope="module")
+def emu_dir(tmp_path_factory):
+    src = Path(nv_softmax.__file__).resolve().parent
+    files = {name: (src / name).read_text() for name in ("norms.cuh", "softmax.cu")}
+    return emu_workdir(tmp_path_factory, "softmax-emu", files, _EMU_MAIN, _EMU_MOCK)
 
 
 def _emu_lib(d: Path, expr: str, ctas: int) -> ctypes.CDLL:
     """The kernel built as the launcher builds it for rows of ``ctas`` CTAs (one-CTA builds
     without the exchange, others with the count fixed)."""
     tt = expr[expr.index("<") + 1 : expr.index(",")]
-    so = d / f"k{abs(hash((expr, ctas)))}.so"
     fwd = int(expr.startswith("softmax_fwd"))
-    if not so.exists():
-        cmd = ["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
-               "-fno-strict-aliasing", f"-I{d}", f"-DKERNEL={expr}", f"-DTT={tt}",
-               f"-DSOFTMAX_MULTI_CTA={int(ctas > 1)}", f"-DSOFTMAX_ROW_CTAS={ctas}",
-               f"-DIS_FWD={fwd}",
-               str(d / "main.cpp"), "-o", str(so)]  # fmt: skip
-        subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return ctypes.CDLL(str(so))
+    return emu_build(d, [f"KERNEL={expr}", f"TT={tt}", f"SOFTMAX_MULTI_CTA={int(ctas > 1)}",
+                         f"SOFTMAX_ROW_CTAS={ctas}", f"IS_FWD={fwd}"])  # fmt: skip
 
 
 # (dtype, (warps_m, warps_n, num_elts, ldgs), variant, rows, cols, pitch, grid, sq, heads, mb)
