@@ -24,7 +24,6 @@ from tests.test_nvrtc_softmax import _EMU_BITS, _EMU_MOCK, _EMU_NP, emu_build, e
 pytestmark = pytest.mark.slow
 
 H200 = planner.DeviceLimits(sm_count=132)
-_NP, _BITS = _EMU_NP, _EMU_BITS
 
 # What norms.cu needs beyond softmax.cu's stand-in: float4, __shfl_sync, __ldg, rsqrtf, atomicMax.
 _MOCK_MORE = r"""
@@ -122,11 +121,11 @@ def test_emulated_forward(emu_dir, case):
     lib = _lib(emu_dir, _norms.forward_name(spec))
     pitch = cols + 2 * n  # rows 16-byte aligned, not contiguous
     rng = np.random.default_rng(cols * rows)
-    x = (rng.standard_normal((rows, pitch)) * 2 + 0.5).astype(_NP[dtype])
-    g = (1 + 0.3 * rng.standard_normal(cols)).astype(_NP[dtype])
-    b = (0.2 * rng.standard_normal(cols)).astype(_NP[dtype])
+    x = (rng.standard_normal((rows, pitch)) * 2 + 0.5).astype(_EMU_NP[dtype])
+    g = (1 + 0.3 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
+    b = (0.2 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
     fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
-    y = np.full((rows, pitch), fill, _BITS[dtype])
+    y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
     mu, rs = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
     lib.run_fwd(
         ctypes.c_int(ctas), ctypes.c_int(warps_n * 32),
@@ -135,7 +134,7 @@ def test_emulated_forward(emu_dir, case):
         ctypes.c_longlong(pitch), ctypes.c_float(1e-5),
     )  # fmt: skip
     assert np.all(y[:, cols:] == fill), "padding written"
-    got = y.view(_NP[dtype])[:, :cols].astype(np.float64)
+    got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
     if op == "layernorm_fwd":
         want, want_mu, want_rs = ref.layernorm_fwd(x[:, :cols], g, b, 1e-5)
         np.testing.assert_allclose(mu, want_mu, rtol=1e-5, atol=1e-6)
