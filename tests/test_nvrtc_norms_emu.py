@@ -19,7 +19,15 @@ import pytest
 from numba_norms import planner, registry
 from numba_norms import reference as ref
 from numba_norms.backends.nvrtc import _norms
-from tests.test_nvrtc_softmax import _EMU_BITS, _EMU_MOCK, _EMU_NP, emu_build, emu_workdir
+from tests.test_nvrtc_softmax import (
+    _EMU_BITS,
+    _EMU_FILL,
+    _EMU_MOCK,
+    _EMU_NP,
+    _ptr,
+    emu_build,
+    emu_workdir,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -88,10 +96,6 @@ _CASES = [
 ]
 
 
-def _ptr(a: np.ndarray) -> ctypes.c_void_p:
-    return ctypes.c_void_p(a.ctypes.data)
-
-
 def _id(c) -> str:
     op, dtype, wn, ldgs, rows, ctas, pf, fold, cols = c
     extra = ("-pf" if pf else "") + ("-fold" if fold else "") + (f"-g{cols}" if cols else "")
@@ -124,7 +128,7 @@ def test_emulated_forward(emu_dir, case):
     x = (rng.standard_normal((rows, pitch)) * 2 + 0.5).astype(_EMU_NP[dtype])
     g = (1 + 0.3 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
     b = (0.2 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
-    fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
+    fill = _EMU_FILL[dtype]
     y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
     mu, rs = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
     lib.run_fwd(

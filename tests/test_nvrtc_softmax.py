@@ -661,6 +661,8 @@ def _emu_source(text: str) -> str:
 _EMU_CT = {"fp32": "float", "fp16": "nn::fp16", "bf16": "nn::bf16"}
 _EMU_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 _EMU_BITS = {"fp32": np.uint32, "fp16": np.uint16, "bf16": np.uint16}
+# NaN canaries in the padding of outputs (a kernel that writes there is caught)
+_EMU_FILL = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}
 
 
 def emu_workdir(tmp_path_factory, stem: str, sources: dict[str, str], main: str, mock: str) -> Path:
@@ -775,7 +777,7 @@ def _emu_check_forward(lib, dtype, variant, rows, cols, pitch, grid, threads, di
         mask[0, :cols] = 1  # a fully masked row; its padding (never read) unmasked
         mask[0, cols:] = 0
         mask[min(2, len(mask) - 1), : cols // 2] = 7  # nonzero means masked
-    fill = {"fp32": 0x7FC00001, "fp16": 0x7E01, "bf16": 0x7FC1}[dtype]
+    fill = _EMU_FILL[dtype]
     y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
     lib.run_fwd(
         *(ctypes.c_int(v) for v in (grid[0], grid[1], threads)),
