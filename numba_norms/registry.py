@@ -845,21 +845,49 @@ _VECTOR_GENERAL = {
 # entries (4 warps a CTA, several CTAs a row from 8193 columns): 1.41-2.17x / 1.68-2.53x /
 # 1.43-2.02x; layernorm_bwd at 18944 1.06x (not kept: None). Each band ends where its shape
 # holds the 40 elements a thread it was measured with; past 20480 TE's entries serve (at 37376
-# TE's several-CTA shapes, register-capped, were the fastest).
+# TE's several-CTA shapes, register-capped, were the fastest), with the caps of
+# _CAPPED_GENERAL. The forwards' last band (to 28672: 7 vectors a thread on 16 warps) is an
+# H100 sweep's (session 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's
+# entry layernorm_fwd 1.58 / 1.82x (the pipelined shape at 26368), rmsnorm_fwd 1.26 / 1.26x.
 _WIDE_VECTOR_GENERAL = {
-    "rmsnorm_fwd": ((5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
-    "layernorm_fwd": ((5120, 1, 4, 2, True), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True)),
+    "rmsnorm_fwd": (
+        (5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True),
+        (28672, 1, 16, 1, False),
+    ),
+    "layernorm_fwd": (
+        (5120, 1, 4, 2, True), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
+        (28672, 1, 16, 1, True),
+    ),
     "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
     "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
+}  # fmt: skip
+
+# Past those bands (16-bit rows of 16-byte vectors no tuned shape tiles, NVRTC), TE's general
+# entry (4 warps a CTA, 8192 columns a CTA forward and 4096 backward, several CTAs a row) with a
+# register cap, by op:
+# (min_ctas_per_sm, prefetch). The one choice of each op that ran within a few % of the best cap
+# at every length of an H100 sweep (session 44, bf16, 37376 / 50432 / 57088 / 92736, and
+# 22784 / 26368 for the backwards) against TE's uncapped entry: layernorm_fwd 1.26-1.28x,
+# rmsnorm_fwd 1.20-1.26x, layernorm_bwd 1.41-1.63x, rmsnorm_bwd 1.53-1.56x. TE's entry runs one
+# CTA an SM there (ptxas: 240-255 registers for 128 threads); the caps let 3-8 share it.
+_CAPPED_GENERAL = {
+    "layernorm_fwd": (3, False),
+    "rmsnorm_fwd": (8, False),
+    "layernorm_bwd": (3, True),
+    "rmsnorm_bwd": (4, False),
 }
+# FP8 outputs (forwards): the same-run A/B (session 44, H100, 46336 / 59648 / 121344 columns)
+# ran layernorm_fwd's cap 1.28-1.39x, rmsnorm_fwd's 0.90-0.985x (None: TE's uncapped entry).
+_CAPPED_GENERAL_FP8 = {"layernorm_fwd": (3, False), "rmsnorm_fwd": None}
 
 
 def vector_general(
     key: NormKey, cols: int, alignment: int, backend: str | None = None
 ) -> NormConfig | None:
     """The measured one-CTA general entry (:data:`_VECTOR_GENERAL`, NVRTC's past it
-    :data:`_WIDE_VECTOR_GENERAL`) of ``backend`` (None: the NVRTC one) for rows of ``cols``
-    taking 16-byte vectors, or None where it has none."""
+    :data:`_WIDE_VECTOR_GENERAL`, and past that TE's entry under :data:`_CAPPED_GENERAL`'s cap)
+    of ``backend`` (None: the NVRTC one) for rows of ``cols`` taking 16-byte vectors, or None
+    where it has none."""
     lo, hi = _VECTOR_GENERAL_COLS
     if alignment < TUNED_ALIGNMENT or itemsize(key.input) != 2 or cols < lo:
         return None
@@ -868,10 +896,27 @@ def vector_general(
     elif backend == "numba":
         return None
     else:
-        shape = next((b[1:] for b in _WIDE_VECTOR_GENERAL[key.op] if cols <= b[0]), None)
+        bands = _WIDE_VECTOR_GENERAL[key.op]
+        if cols > bands[-1][0] and not key.fused_add:
+            return _capped_general(key, cols)
+        shape = next((b[1:] for b in bands if cols <= b[0]), None)
     if shape is None or shape[0] is None:
         return None
     return _one_cta_general(key, cols, TUNED_ALIGNMENT, *shape)
+
+
+def _capped_general(key: NormKey, cols: int) -> NormConfig | None:
+    """TE's general entry for ``key`` that serves ``cols`` with :data:`_CAPPED_GENERAL`'s cap,
+    or None where it is not a 16-byte one."""
+    _, general = _index(True, measured=False)
+    entries = general.get(key)
+    if not entries:
+        return None
+    te = _general_serving(entries, cols)
+    cap = (_CAPPED_GENERAL_FP8 if key.output in FP8_DTYPES else _CAPPED_GENERAL)[key.op]
+    if cap is None or te.bytes_per_ldg != TUNED_ALIGNMENT:
+        return None
+    return _replace(te, origin="measured", min_ctas_per_sm=cap[0], prefetch=cap[1])
 
 
 def select_norm(
@@ -934,10 +979,13 @@ def select_norm(
         )
         if one_cta is not None:
             return one_cta
-    for cfg in candidates:
-        if cfg.hidden_size >= cols:
-            return cfg
-    return candidates[-1]
+    return _general_serving(candidates, cols)
+
+
+def _general_serving(entries: list[NormConfig], cols: int) -> NormConfig:
+    """TE's rule among general entries (sorted by hidden size): the smallest that covers
+    ``cols`` in one CTA, else the largest (several CTAs a row)."""
+    return next((c for c in entries if c.hidden_size >= cols), entries[-1])
 
 
 def configs_for(op: str | Iterable[str] | None = None, include_fp8: bool = False):

@@ -147,6 +147,27 @@ def _vector_specs() -> list[NormSpec]:
 VECTOR_SPECS = _vector_specs()
 
 
+def _capped_specs() -> list[NormSpec]:
+    """TE's general entries under registry._CAPPED_GENERAL's caps (16-bit rows of 16-byte
+    vectors past the one-CTA bands: several CTAs a row), every op and an FP8 output, and the
+    forwards' last one-CTA band (26368)."""
+    keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
+    keys.append(registry.NormKey("layernorm_fwd", "fp16", "fp16", "fp8e4m3"))
+    out = []
+    for key in keys:
+        cfg = registry.select_norm(key, 46336, 16384, 16, backend="nvrtc")
+        assert cfg.origin == "measured" and cfg.kind == "general" and cfg.min_ctas_per_sm > 1
+        out.append(norm_spec(cfg, 46336, cfg.num_elts, H200))
+        if key.op.endswith("_fwd") and key.output == "bf16":
+            cfg = registry.select_norm(key, 26368, 16384, 16, backend="nvrtc")
+            assert cfg.origin == "measured" and cfg.warps_n == 16 and cfg.hidden_size == 28672
+            out.append(norm_spec(cfg, 26368, cfg.num_elts, H200))
+    return out
+
+
+CAPPED_SPECS = _capped_specs()
+
+
 def _spec_id(spec: NormSpec) -> str:
     c = spec.config
     dt = "-".join(dict.fromkeys((c.weight, c.input, c.output)))
@@ -291,6 +312,19 @@ def test_compile_vector_general(spec):
 
 @pytest.mark.parametrize("spec", VECTOR_SPECS[::2], ids=_spec_id)
 def test_compile_vector_general_sm80(spec):
+    _check_module(spec, _compile(spec, "sm_80"), "sm_80")
+
+
+@pytest.mark.parametrize("spec", CAPPED_SPECS, ids=_spec_id)
+def test_compile_capped_general(spec):
+    c = spec.config
+    assert spec.general
+    assert spec.ctas_per_row == (1 if c.warps_n == 16 else -(-46336 // c.hidden_size)) >= 1
+    _check_module(spec, _compile(spec, "sm_90"), "sm_90")
+
+
+@pytest.mark.parametrize("spec", CAPPED_SPECS[::3], ids=_spec_id)
+def test_compile_capped_general_sm80(spec):
     _check_module(spec, _compile(spec, "sm_80"), "sm_80")
 
 

@@ -432,12 +432,47 @@ def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
                     wm, wn, min_ctas, prefetch,
                 )  # fmt: skip
                 assert cols <= cfg.hidden_size < cols + wn * 32 * 8  # one CTA covers the row
-                assert cfg.hidden_size // (wn * 32) <= 40  # the measured slice at most
+                # the slice of the band's longest row at most (40 elements; 56 in the last
+                # forward band)
+                assert cfg.hidden_size <= -(-upto // (wn * 256)) * wn * 256
             prev = upto + 8
         past = r.select_norm(key, bands[-1][0] + 8, 16384, 16, backend=backend)
-        assert past.origin == "te"
+        assert past.origin == ("te" if backend == "numba" else "measured")  # _CAPPED_GENERAL
     fp32 = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
     assert r.select_norm(fp32, 4100, 16384, 16).origin == "te"  # measured on 16-bit rows only
+    assert r.select_norm(fp32, 46336, 16384, 16).origin == "te"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("op", r.NORM_OPS)
+def test_long_vector_rows_take_capped_te_general(op, dtype):
+    """Past the last band of registry._WIDE_VECTOR_GENERAL, 16-bit rows of 16-byte vectors that
+    nothing tiles take TE's general entry with _CAPPED_GENERAL's register cap on NVRTC: the same
+    CTA shape and chunk (several CTAs a row), only the cap and the pipeline differ. The Numba
+    path, FP8-output RMSNorm, the fused add, narrower alignment and fp32 keep TE's entry."""
+    key = r.NormKey(op, dtype, dtype, dtype)
+    start = r._WIDE_VECTOR_GENERAL[op][-1][0] + 8
+    for cols in (start, 46336, 121344, 131064):
+        assert r.generated_tuned(key, cols) is None, cols  # nothing tiles these
+        te = r.select_norm(key, cols, 16384, 16, measured=False)
+        assert te.kind == "general" and te.origin == "te" and te.hidden_size < cols
+        cfg = r.select_norm(key, cols, 16384, 16, backend="nvrtc")
+        min_ctas, prefetch = r._CAPPED_GENERAL[op]
+        assert cfg == dataclasses.replace(
+            te, origin="measured", min_ctas_per_sm=min_ctas, prefetch=prefetch
+        )
+        assert cfg.threads * min_ctas <= r.MAX_THREADS_PER_SM
+        assert r.select_norm(key, cols, 16384, 16, backend="numba") == te
+        assert r.select_norm(key, cols, 16384, 8, backend="nvrtc").origin == "te"
+        assert r.select_norm(key, cols, 16383, 16, backend="nvrtc") == cfg  # general anyway
+    if op.endswith("_fwd"):
+        for out in ("fp8e4m3", "fp8e5m2"):
+            fp8 = r.NormKey(op, dtype, dtype, out)
+            cfg = r.select_norm(fp8, 46336, 16384, 16, backend="nvrtc")
+            assert cfg.origin == ("measured" if op == "layernorm_fwd" else "te")
+    if op == "rmsnorm_bwd":
+        add = r.NormKey(op, dtype, dtype, dtype, True)
+        assert r.select_norm(add, 46336, 16384, 16, backend="nvrtc").origin == "te"
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,7 @@ def test_generated_entry(monkeypatch, backend, op, cols, dtype):
 _WIDE = [
     (op, cols, dt)
     for op, bands in registry._WIDE_VECTOR_GENERAL.items()
-    for (upto, *shape), cols in zip(bands, (4104, 8200, 18944))
+    for (upto, *shape), cols in zip(bands, (4104, 8200, 18944, 26368))
     if shape[0] is not None
     for dt in ("bf16", "fp16")
 ]
@@ -162,6 +162,31 @@ _WIDE = [
 def test_wide_vector_general_entry(monkeypatch, op, cols, dtype):
     cfg, _ = _select_and_check(monkeypatch, "nvrtc", op, cols, 16, dtype)
     assert (cfg.kind, cfg.origin, cfg.bytes_per_ldg) == ("general", "measured", 16)
+
+
+# TE's general entries under registry._CAPPED_GENERAL's caps past those bands (several CTAs a
+# row), FP8 output included
+_CAPPED = [
+    (op, cols, dt) for op in registry.NORM_OPS for cols in (46336,) for dt in ("bf16", "fp16")
+]
+
+
+@pytest.mark.parametrize(("op", "cols", "dtype"), _CAPPED, ids=lambda v: str(v))
+def test_capped_general_entry(monkeypatch, op, cols, dtype):
+    """With a few more rows than the resident CTAs hold (each row takes several of them)."""
+    monkeypatch.delenv("DISABLE_NVRTC", raising=False)
+    key = registry.NormKey(op, dtype, dtype, dtype)
+    cfg = registry.select_norm(key, cols, 4, 16, backend="nvrtc")
+    assert (cfg.kind, cfg.origin, cfg.min_ctas_per_sm) == (
+        "general", "measured", registry._CAPPED_GENERAL[op][0],
+    )  # fmt: skip
+    limits = dispatch.device_limits(None)
+    spec = planner.norm_spec(cfg, cols, cfg.num_elts, limits)
+    mod = dispatch.backend_module("nvrtc", op.split("_")[0])
+    occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
+    rows = (limits.sm_count * occ // spec.ctas_per_row + 8) // 4 * 4
+    plan = _plan_of("nvrtc", cfg, rows, cols)
+    assert plan.spec.ctas_per_row > 1 and plan.row_iterations >= 2
 
 
 @pytest.mark.parametrize("cols", [2053, 3071, 5003, 12289])
