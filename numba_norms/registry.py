@@ -846,9 +846,10 @@ _VECTOR_GENERAL = {
 # 1.43-2.02x; layernorm_bwd at 18944 1.06x (not kept: None). Each band ends where its shape
 # holds the 40 elements a thread it was measured with; past 20480 TE's entries serve (at 37376
 # TE's several-CTA shapes, register-capped, were the fastest), with the caps of
-# _CAPPED_GENERAL. The forwards' last band (to 28672: 7 vectors a thread on 16 warps) is an
-# H100 sweep's (session 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's
-# entry layernorm_fwd 1.58 / 1.82x (the pipelined shape at 26368), rmsnorm_fwd 1.26 / 1.26x.
+# _CAPPED_GENERAL. The forwards' last bands (to 24576 / 28672: 6 / 7 vectors a thread on 16
+# warps) are an H100 sweep's (session 44, `tune_norms.py --general`, bf16 at 22784 / 26368):
+# against TE's entry layernorm_fwd 1.57 / 1.82x (the pipeline lost at 22784: 1.30x, won at
+# 26368; without it 1.67x), rmsnorm_fwd 1.26 / 1.26x.
 _WIDE_VECTOR_GENERAL = {
     "rmsnorm_fwd": (
         (5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True),
@@ -856,7 +857,7 @@ _WIDE_VECTOR_GENERAL = {
     ),
     "layernorm_fwd": (
         (5120, 1, 4, 2, True), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
-        (28672, 1, 16, 1, True),
+        (24576, 1, 16, 1, False), (28672, 1, 16, 1, True),
     ),
     "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
     "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
@@ -866,10 +867,12 @@ _WIDE_VECTOR_GENERAL = {
 # entry (4 warps a CTA, 8192 columns a CTA forward and 4096 backward, several CTAs a row) with a
 # register cap, by op:
 # (min_ctas_per_sm, prefetch). The one choice of each op that ran within a few % of the best cap
-# at every length of an H100 sweep (session 44, bf16, 37376 / 50432 / 57088 / 92736, and
-# 22784 / 26368 for the backwards) against TE's uncapped entry: layernorm_fwd 1.26-1.28x,
-# rmsnorm_fwd 1.20-1.26x, layernorm_bwd 1.41-1.63x, rmsnorm_bwd 1.53-1.56x. TE's entry runs one
-# CTA an SM there (ptxas: 240-255 registers for 128 threads); the caps let 3-8 share it.
+# at every length of an H100 sweep (session 44, bf16, 37376 / 50432 / 57088 / 92736, and 22784
+# / 26368 for layernorm_bwd, 26368 for rmsnorm_bwd) against TE's uncapped entry: layernorm_fwd
+# 1.26-1.28x, rmsnorm_fwd 1.20-1.26x, layernorm_bwd 1.41-1.63x, rmsnorm_bwd 1.53-1.56x. Uncapped
+# (ptxas: 159-254 registers for 128 threads) 2-3 of TE's CTAs share an SM; the caps let 3-8.
+# The rule serves wherever NVRTC takes the general path for such rows (rows not a multiple of 4
+# at a tuned length too); the fused add keeps TE's entry (not measured).
 _CAPPED_GENERAL = {
     "layernorm_fwd": (3, False),
     "rmsnorm_fwd": (8, False),

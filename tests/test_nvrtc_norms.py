@@ -150,7 +150,7 @@ VECTOR_SPECS = _vector_specs()
 def _capped_specs() -> list[NormSpec]:
     """TE's general entries under registry._CAPPED_GENERAL's caps (16-bit rows of 16-byte
     vectors past the one-CTA bands: several CTAs a row), every op and an FP8 output, and the
-    forwards' last one-CTA band (26368)."""
+    forwards' last one-CTA bands (22784, 26368)."""
     keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
     keys.append(registry.NormKey("layernorm_fwd", "fp16", "fp16", "fp8e4m3"))
     out = []
@@ -159,9 +159,11 @@ def _capped_specs() -> list[NormSpec]:
         assert cfg.origin == "measured" and cfg.kind == "general" and cfg.min_ctas_per_sm > 1
         out.append(norm_spec(cfg, 46336, cfg.num_elts, H200))
         if key.op.endswith("_fwd") and key.output == "bf16":
-            cfg = registry.select_norm(key, 26368, 16384, 16, backend="nvrtc")
-            assert cfg.origin == "measured" and cfg.warps_n == 16 and cfg.hidden_size == 28672
-            out.append(norm_spec(cfg, 26368, cfg.num_elts, H200))
+            for cols, hidden in ((22784, 24576), (26368, 28672)):
+                cfg = registry.select_norm(key, cols, 16384, 16, backend="nvrtc")
+                assert cfg.origin == "measured" and cfg.warps_n == 16
+                assert cfg.hidden_size == hidden
+                out.append(norm_spec(cfg, cols, cfg.num_elts, H200))
     return out
 
 
