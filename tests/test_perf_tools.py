@@ -263,6 +263,10 @@ def test_targets_report(tmp_path):
         + "rmsnorm_fwd,nvrtc,bf16,5003,200,1000,24.0,ok\n"
         # the backward meets 85% by its number but failed its check: never met
         + "layernorm_bwd,nvrtc,bf16,4096,100,3900,93.0,FAIL\n"
+        # an untiled long row against the tuned 32768: 2000 / 3000 GB/s = 0.67x (fp16: the
+        # ceiling targets above count bf16 rows only)
+        + "layernorm_fwd,nvrtc,fp16,32768,100,3000,95.0,ok\n"
+        + "layernorm_fwd,nvrtc,fp16,24832,100,2000,63.0,ok\n"
     )
     (tmp_path / "h.csv").write_text(
         "op,backend,impl,dtype,rows,cols,calls,us_per_call,error\n"
@@ -288,6 +292,9 @@ def test_targets_report(tmp_path):
     assert "rmsnorm_fwd bf16 4096: 0.80x" in rows["Numba against NVRTC, size >= 1024, every dtype"]
     assert "| 2 / 2 |" in rows["against torch eager, every shape and dtype, both backends"]
     assert "not measured" in rows["softmax, every variant, sk >= 1024 (NVRTC)"]
+    assert "not measured" in rows["sizes TE does not tune (2560 / 3584 / 7168, NVRTC)"]
+    untiled = rows["16-bit rows no tuned shape tiles (24832 / 40704 / 59648, NVRTC)"]
+    assert "| 0 / 1 |" in untiled and "layernorm_fwd fp16 24832 (vs 32768): 0.67x" in untiled
     # host: the bar is torch's 9 us (under the 10 us limit): 9 / 12 = 0.75x
     assert (
         "| 0 / 1 |" in rows["host cost a call (host.csv)"]
