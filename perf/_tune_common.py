@@ -123,3 +123,47 @@ def main_kernel(backend: str, module: str, spec: Any) -> Any:
         return _norms.load(spec)[0]
     got = (mod.compile_backward if spec.config.is_backward else mod.compile_forward)(spec)
     return got.kernel
+
+
+def general_shapes(
+    in_size: int, cols: int, max_elts: int, nbytes: int, max_ctas: int = 1
+) -> list[tuple[int, int, int, int]]:
+    """(CTAs a row, warps_m, warps_n, vectors a thread) of general kernels for rows of ``cols``
+    accessed in ``nbytes``-byte vectors: scalar ones for the rows of an odd hidden size, 16-byte
+    ones for sizes that are vector multiples but no tile multiple (1000 in bf16, say). A shape
+    may leave at most one pass of one CTA's vectors idle. Up to ``max_ctas`` CTAs share a row
+    (one warp row each), each covering the same ``warps_n * 32 * vectors`` columns; the planner
+    gives such an entry ``ceil(cols / columns a CTA)`` CTAs, so only counts it reproduces are
+    listed."""
+    v = nbytes // in_size
+    out = []
+    for ctas in range(1, max_ctas + 1):
+        for wn in (1, 2, 4, 8, 16, 32):
+            lanes = wn * 32 * v
+            ldgs = -(-cols // (ctas * lanes))
+            idle = ctas * ldgs * lanes - cols  # half a pass at most where there is one pass
+            if (
+                ldgs * v > max_elts
+                or idle >= (lanes if ldgs > 1 else lanes // 2)
+                or (v == 1 and ldgs < 4)
+                or -(-cols // (ldgs * lanes)) != ctas
+            ):
+                continue
+            for wm in (1, 2, 4) if ctas == 1 else (1,):
+                if wm * wn <= 32:
+                    out.append((ctas, wm, wn, ldgs))
+    return out
+
+
+def make_general(key: registry.NormKey, ctas: int, wm: int, wn: int, ldgs: int, nbytes: int):
+    """A general entry whose CTAs (``ctas`` of them share a row: the planner derives the count
+    from the row length) each cover ``wn * 32 * ldgs`` vectors of ``nbytes``."""
+    del ctas  # not a field of general entries
+    return registry.NormConfig.general_for(
+        key,
+        wn * 32 * ldgs * (nbytes // registry.itemsize(key.input)),
+        warps_m=wm,
+        warps_n=wn,
+        bytes_per_ldg=nbytes,
+        origin="measured",
+    )

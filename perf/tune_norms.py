@@ -15,8 +15,9 @@ format: copy it there after reading the CSV).
 ``--fold also`` (or ``only``) times the one-CTA RMSNorm forward shapes folded too
 (``NormConfig.fold``); a folded winner carries ``"fold": true``.
 
-``--general`` sweeps one-CTA general shapes instead, timed on rows of the given lengths: scalar
-accesses where the pitch allows only one element (odd lengths; winners go from ``tune.csv`` into
+``--general`` sweeps one-CTA general shapes instead (``--general-ctas N``: also shapes of up to
+N CTAs a row), timed on rows of the given lengths: scalar accesses where the pitch allows only
+one element (odd lengths; winners go from ``tune.csv`` into
 ``registry._NARROW_GENERAL`` / ``_NARROW_GENERAL_NVRTC`` by hand), 16-byte vectors where the row
 is a vector multiple that no tuned shape tiles (1000 in bf16: ``registry._VECTOR_GENERAL``; 4104:
 ``_WIDE_VECTOR_GENERAL``). No JSON. "current" is what serves rows of that pitch.
@@ -57,8 +58,10 @@ from _tune_common import (
     BACKENDS,
     add_grids_argument,
     compile_ahead,
+    general_shapes,
     group_rows,
     main_kernel,
+    make_general,
     numba_compile_ahead,
 )
 
@@ -101,41 +104,6 @@ def shapes(in_size: int, cols: int, max_elts: int) -> list[tuple[int, int, int]]
                     continue
                 out.append((ctas, wm, wn))
     return out
-
-
-def general_shapes(in_size: int, cols: int, max_elts: int, nbytes: int) -> list:
-    """(warps_m, warps_n, vectors a thread) of one-CTA general kernels for rows of ``cols``
-    accessed in ``nbytes``-byte vectors: scalar ones for the rows of an odd hidden size, 16-byte
-    ones for sizes that are vector multiples but no tile multiple (1000 in bf16, say). A shape
-    may leave at most one pass of vectors idle."""
-    v = nbytes // in_size
-    out = []
-    for wn in (1, 2, 4, 8, 16, 32):
-        lanes = wn * 32 * v
-        ldgs = -(-cols // lanes)
-        idle = ldgs * lanes - cols  # at most one pass idle; half of it where there is one pass
-        if (
-            ldgs * v > max_elts
-            or idle >= (lanes if ldgs > 1 else lanes // 2)
-            or (v == 1 and ldgs < 4)
-        ):
-            continue
-        for wm in (1, 2, 4):
-            if wm * wn <= 32:
-                out.append((wm, wn, ldgs))
-    return out
-
-
-def make_general(key: registry.NormKey, wm: int, wn: int, ldgs: int, nbytes: int):
-    """A general entry whose one CTA covers ``wn * 32 * ldgs`` vectors of ``nbytes``."""
-    return registry.NormConfig.general_for(
-        key,
-        wn * 32 * ldgs * (nbytes // registry.itemsize(key.input)),
-        warps_m=wm,
-        warps_n=wn,
-        bytes_per_ldg=nbytes,
-        origin="measured",
-    )
 
 
 def make_config(
@@ -473,7 +441,9 @@ def run(args) -> int:
                             "general",
                             [
                                 make_general(key, *s, nbytes)
-                                for s in general_shapes(size, cols, args.max_elts, nbytes)
+                                for s in general_shapes(
+                                    size, cols, args.max_elts, nbytes, args.general_ctas
+                                )
                             ],
                         ),
                         ("capped", None),
@@ -607,6 +577,12 @@ def main() -> int:
         "are not 16-byte aligned, e.g. 5003 in bf16); rows are timed at their odd length",
     )
     p.add_argument("--max-elts", type=int, default=64, help="elements a thread holds, at most")
+    p.add_argument(
+        "--general-ctas",
+        type=int,
+        default=1,
+        help="--general: also shapes of up to this many CTAs a row (one warp row each)",
+    )
     p.add_argument("--top", type=int, default=3, help="shapes swept with register caps")
     p.add_argument(
         "--shape-prefetch",

@@ -229,6 +229,31 @@ def test_tune_norms_fold_candidates(monkeypatch, tmp_path):
     ]  # fmt: skip
 
 
+def test_general_shapes_of_several_ctas(monkeypatch):
+    """``tune_norms.py --general [--general-ctas N]`` candidates: one-CTA shapes as before, and
+    shapes of several CTAs a row whose CTA count the planner reproduces from the entry's
+    columns a CTA, with at most one pass of one CTA idle."""
+    monkeypatch.syspath_prepend(str(ROOT / "perf"))
+    tc = importlib.import_module("_tune_common")
+    from numba_norms import planner, registry
+
+    key = registry.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
+    limits = planner.DeviceLimits(sm_count=132)
+    one = tc.general_shapes(2, 1000, 64, 16)
+    assert one and all(s[0] == 1 for s in one)
+    assert (1, 4, 1, 4) in one  # 4 x 1 warps, 4 vectors of 8 (1024 columns, 24 idle)
+    shapes = tc.general_shapes(2, 46336, 64, 16, 8)
+    assert [s for s in shapes if s[0] == 1] == tc.general_shapes(2, 46336, 64, 16)
+    many = [s for s in shapes if s[0] > 1]
+    assert (2, 1, 16, 6) in many  # 2 CTAs of 16 warps, 48 elements a thread, 2816 columns idle
+    for ctas, wm, wn, ldgs in many:
+        assert wm == 1 and ldgs * 8 <= 64
+        cfg = tc.make_general(key, ctas, wm, wn, ldgs, 16)
+        spec = planner.norm_spec(cfg, 46336, 8, limits)
+        assert spec.general and spec.ctas_per_row == ctas and spec.ldgs == ldgs
+        assert 0 <= ctas * cfg.hidden_size - 46336 < wn * 32 * 8
+
+
 def test_scoreboard_tables(tmp_path):
     # two files of one split run: the second's nvrtc row replaces the first's
     head = "op,impl,dtype,cols,median_us,gbs,pct_ceiling,check\n"
