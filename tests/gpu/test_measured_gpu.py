@@ -37,7 +37,7 @@ def _rows(cfg, cols: int | None = None, backend: str = "nvrtc") -> int:
     spec = planner.norm_spec(cfg, cols or cfg.hidden_size, cfg.num_elts, limits)
     mod = dispatch.backend_module(backend, cfg.op.split("_")[0])
     occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
-    resident_rows = limits.sm_count * occ // cfg.ctas_per_row * cfg.warps_m
+    resident_rows = limits.sm_count * occ // spec.ctas_per_row * cfg.warps_m
     return (resident_rows + 8) // 4 * 4
 
 
@@ -173,19 +173,10 @@ _CAPPED = [
 
 @pytest.mark.parametrize(("op", "cols", "dtype"), _CAPPED, ids=lambda v: str(v))
 def test_capped_general_entry(monkeypatch, op, cols, dtype):
-    """With a few more rows than the resident CTAs hold (each row takes several of them)."""
-    monkeypatch.delenv("DISABLE_NVRTC", raising=False)
-    key = registry.NormKey(op, dtype, dtype, dtype)
-    cfg = registry.select_norm(key, cols, 4, 16, backend="nvrtc")
+    cfg, plan = _select_and_check(monkeypatch, "nvrtc", op, cols, 16, dtype)
     assert (cfg.kind, cfg.origin, cfg.min_ctas_per_sm) == (
         "general", "measured", registry._CAPPED_GENERAL[op][0],
     )  # fmt: skip
-    limits = dispatch.device_limits(None)
-    spec = planner.norm_spec(cfg, cols, cfg.num_elts, limits)
-    mod = dispatch.backend_module("nvrtc", op.split("_")[0])
-    occ = (mod.occupancy_backward if cfg.is_backward else mod.occupancy_forward)(spec)
-    rows = (limits.sm_count * occ // spec.ctas_per_row + 8) // 4 * 4
-    plan = _plan_of("nvrtc", cfg, rows, cols)
     assert plan.spec.ctas_per_row > 1 and plan.row_iterations >= 2
 
 
