@@ -881,22 +881,46 @@ _CAPPED_GENERAL = {
 }
 # FP8 outputs (forwards): the same-run A/B (session 44, H100, 46336 / 59648 / 121344 columns)
 # ran layernorm_fwd's cap 1.28-1.39x, rmsnorm_fwd's 0.90-0.985x (None: TE's uncapped entry).
+# layernorm_fwd keeps 3 here: 8 ran 0.82-0.98x of it (session 45 sweep, bf16 -> e4m3).
 _CAPPED_GENERAL_FP8 = {"layernorm_fwd": (3, False), "rmsnorm_fwd": None}
+# bf16 rows (bf16 in and out) where a tighter cap won once the LayerNorm general forward spilled
+# less (its warp counts in shared memory): 8 CTAs an SM against 3, H100, session 45: sweep at
+# 40704 / 46336 / 59648 / 121344 1.04-1.24x; A/B with the kernel change 1.14-1.31x at 40704-
+# 121344. fp16 rows keep 3: at 8 ptxas spilled 212 B (bf16 68 B; fp16 widens by conversion, bf16
+# by a shift) and they ran 0.73-1.00x (perf/results/2026-12-06-h100-session45, calls 2-4).
+_CAPPED_GENERAL_BF16 = {"layernorm_fwd": (8, False)}
+# The Numba path runs TE's general entry for such rows too; past 20480 columns with a cap by op
+# (no pipeline: the Numba kernels have none there), every 16-bit and FP8 output alike. H100
+# sweep (session 45, `tune_norms.py --backend numba --general`, bf16 / fp16 / bf16 -> e4m3 at
+# 24832 / 59648 / 121344; the forwards' caps at 59648 / 121344 only) against TE's uncapped
+# entry (2 CTAs an SM at 231-234 registers): layernorm_fwd 1.51-1.65x, rmsnorm_fwd 1.20-1.69x,
+# layernorm_bwd 1.28-1.43x, rmsnorm_bwd 1.43-1.53x; each the best cap at every length. Shorter
+# rows past _VECTOR_GENERAL_COLS keep TE's entry (not measured). A/B (call 6): 1.18-1.65x at
+# 24832 / 46336 / 121344 on every op, FP8 outputs included.
+_CAPPED_GENERAL_NUMBA_FROM = 20480
+_CAPPED_GENERAL_NUMBA = {
+    "layernorm_fwd": (4, False),
+    "rmsnorm_fwd": (4, False),
+    "layernorm_bwd": (3, False),
+    "rmsnorm_bwd": (4, False),
+}
 
 
 def vector_general(
     key: NormKey, cols: int, alignment: int, backend: str | None = None
 ) -> NormConfig | None:
     """The measured one-CTA general entry (:data:`_VECTOR_GENERAL`, NVRTC's past it
-    :data:`_WIDE_VECTOR_GENERAL`, and past that TE's entry under :data:`_CAPPED_GENERAL`'s cap)
-    of ``backend`` (None: the NVRTC one) for rows of ``cols`` taking 16-byte vectors, or None
-    where it has none."""
+    :data:`_WIDE_VECTOR_GENERAL`, and past that TE's entry under :func:`_general_cap`'s cap;
+    Numba's past :data:`_CAPPED_GENERAL_NUMBA_FROM` the same) of ``backend`` (None: the NVRTC
+    one) for rows of ``cols`` taking 16-byte vectors, or None where it has none."""
     lo, hi = _VECTOR_GENERAL_COLS
     if alignment < TUNED_ALIGNMENT or itemsize(key.input) != 2 or cols < lo:
         return None
     if cols <= hi:
         shape = _VECTOR_GENERAL["numba" if backend == "numba" else "nvrtc"].get(key.op)
     elif backend == "numba":
+        if cols > _CAPPED_GENERAL_NUMBA_FROM and not key.fused_add:
+            return _capped_general(key, cols, backend)
         return None
     else:
         bands = _WIDE_VECTOR_GENERAL[key.op]
@@ -908,15 +932,27 @@ def vector_general(
     return _one_cta_general(key, cols, TUNED_ALIGNMENT, *shape)
 
 
-def _capped_general(key: NormKey, cols: int) -> NormConfig | None:
-    """TE's general entry for ``key`` that serves ``cols`` with :data:`_CAPPED_GENERAL`'s cap,
-    or None where it is not a 16-byte one."""
+def _general_cap(key: NormKey, backend: str | None = None) -> tuple[int, bool] | None:
+    """(min_ctas_per_sm, prefetch) of :func:`_capped_general` for ``key`` on ``backend``
+    (None: NVRTC), or None: TE's uncapped entry."""
+    if backend == "numba":
+        return _CAPPED_GENERAL_NUMBA[key.op]
+    if key.output in FP8_DTYPES:
+        return _CAPPED_GENERAL_FP8[key.op]
+    if key.input == key.output == "bf16" and key.op in _CAPPED_GENERAL_BF16:
+        return _CAPPED_GENERAL_BF16[key.op]
+    return _CAPPED_GENERAL[key.op]
+
+
+def _capped_general(key: NormKey, cols: int, backend: str | None = None) -> NormConfig | None:
+    """TE's general entry for ``key`` that serves ``cols`` with :func:`_general_cap`'s cap on
+    ``backend``, or None where it is not a 16-byte one or the cap is None."""
     _, general = _index(True, measured=False)
     entries = general.get(key)
     if not entries:
         return None
     te = _general_serving(entries, cols)
-    cap = (_CAPPED_GENERAL_FP8 if key.output in FP8_DTYPES else _CAPPED_GENERAL)[key.op]
+    cap = _general_cap(key, backend)
     if cap is None or te.bytes_per_ldg != TUNED_ALIGNMENT:
         return None
     return _replace(te, origin="measured", min_ctas_per_sm=cap[0], prefetch=cap[1])

@@ -670,6 +670,25 @@ def test_ptx_representative_kernels(op, kind, hidden, dtypes, fused_add):
 
 
 @needs_compiler
+@pytest.mark.parametrize(
+    "op, out", [(op, "bf16") for op in registry.NORM_OPS] + [("layernorm_fwd", "fp8e4m3")]
+)
+def test_ptx_capped_general_entries(op, out):
+    """Rows past registry._CAPPED_GENERAL_NUMBA_FROM that no shape tiles: TE's general entry
+    (several CTAs a row) with the Numba path's register cap in the launch bounds."""
+    key = registry.NormKey(op, "bf16", "bf16", out)
+    cfg = registry.select_norm(key, 46336, 16384, 16, backend="numba")
+    cap = registry._CAPPED_GENERAL_NUMBA[op][0]
+    assert (cfg.kind, cfg.origin, cfg.min_ctas_per_sm) == ("general", "measured", cap)
+    spec = planner.norm_spec(cfg, 46336, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    assert spec.ctas_per_row > 1
+    ptx = compile_ptx(spec)
+    ptx = ptx if isinstance(ptx, str) else "".join(map(str, ptx))
+    assert f".minnctapersm {cap}" in ptx and ".local" not in ptx
+    assert "cudaCG" in ptx  # the multi-CTA row barrier
+
+
+@needs_compiler
 def test_ptx_before_sm80_rounds_bf16_in_software():
     spec = find_spec("layernorm_fwd", "tuned", 4096, BF16)
     ptx = compile_ptx(spec, "sm_75")

@@ -412,7 +412,8 @@ def test_generated_entries_keep_slices_register_sized():
 def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
     """Rows of 16-bit vector multiples past 1024 columns that no shape tiles (4104 = 8 x 513):
     NVRTC's measured one-CTA shapes by band (registry._WIDE_VECTOR_GENERAL), TE's general
-    entries past the last band, where a band has none, and on the Numba path (not measured)."""
+    entries where a band has none and on the Numba path (not measured) to 20480 columns, and
+    past that TE's entries under a register cap (past the last band on NVRTC)."""
     for op, bands in r._WIDE_VECTOR_GENERAL.items():
         key = r.NormKey(op, "fp16", "fp16", "fp16")
         prev = r._VECTOR_GENERAL_COLS[1] + 8
@@ -423,6 +424,10 @@ def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
                 assert r.generated_tuned(key, cols) is None  # 8 x odd: nothing tiles
                 cfg = r.select_norm(key, cols, 16384, 16, backend=backend)
                 te = r.select_norm(key, cols, 16384, 16, measured=False)
+                if backend == "numba" and cols > r._CAPPED_GENERAL_NUMBA_FROM:
+                    assert cfg == r._capped_general(key, cols, "numba") != te
+                    assert cfg.min_ctas_per_sm == r._CAPPED_GENERAL_NUMBA[op][0]
+                    continue
                 if backend == "numba" or shape[0] is None:
                     assert cfg == te and cfg.origin == "te"
                     continue
@@ -438,7 +443,7 @@ def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
                 assert cfg.hidden_size // (wn * 32) <= most
             prev = upto + 8
         past = r.select_norm(key, bands[-1][0] + 8, 16384, 16, backend=backend)
-        assert past.origin == ("te" if backend == "numba" else "measured")  # _CAPPED_GENERAL
+        assert past.origin == "measured"  # a register cap (_general_cap)
     fp32 = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
     assert r.select_norm(fp32, 4100, 16384, 16).origin == "te"  # measured on 16-bit rows only
     assert r.select_norm(fp32, 46336, 16384, 16).origin == "te"
@@ -448,9 +453,11 @@ def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
 @pytest.mark.parametrize("op", r.NORM_OPS)
 def test_long_vector_rows_take_capped_te_general(op, dtype):
     """Past the last band of registry._WIDE_VECTOR_GENERAL, 16-bit rows of 16-byte vectors that
-    nothing tiles take TE's general entry with _CAPPED_GENERAL's register cap on NVRTC: the same
-    CTA shape and chunk (several CTAs a row), only the cap and the pipeline differ. The Numba
-    path, FP8-output RMSNorm, the fused add, narrower alignment and fp32 keep TE's entry."""
+    nothing tiles take TE's general entry with a register cap on NVRTC (_CAPPED_GENERAL; the
+    bf16 LayerNorm forward _CAPPED_GENERAL_BF16's): the same CTA shape and chunk (several CTAs
+    a row), only the cap and the pipeline differ; the Numba path's caps are its own
+    (_CAPPED_GENERAL_NUMBA). NVRTC's FP8-output RMSNorm, the fused add, narrower alignment and
+    fp32 keep TE's entry."""
     key = r.NormKey(op, dtype, dtype, dtype)
     start = r._WIDE_VECTOR_GENERAL[op][-1][0] + 8
     for cols in (start, 46336, 121344, 131064):
@@ -458,22 +465,43 @@ def test_long_vector_rows_take_capped_te_general(op, dtype):
         te = r.select_norm(key, cols, 16384, 16, measured=False)
         assert te.kind == "general" and te.origin == "te" and te.hidden_size < cols
         cfg = r.select_norm(key, cols, 16384, 16, backend="nvrtc")
-        min_ctas, prefetch = r._CAPPED_GENERAL[op]
+        bf16_cap = r._CAPPED_GENERAL_BF16.get(op) if dtype == "bf16" else None
+        assert r._general_cap(key) == (bf16_cap or r._CAPPED_GENERAL[op])
+        min_ctas, prefetch = r._general_cap(key)
         assert cfg == dataclasses.replace(
             te, origin="measured", min_ctas_per_sm=min_ctas, prefetch=prefetch
         )
         assert cfg.threads * min_ctas <= r.MAX_THREADS_PER_SM
-        assert r.select_norm(key, cols, 16384, 16, backend="numba") == te
+        numba = r.select_norm(key, cols, 16384, 16, backend="numba")
+        nb_min, nb_pf = r._CAPPED_GENERAL_NUMBA[op]
+        assert numba == dataclasses.replace(
+            te, origin="measured", min_ctas_per_sm=nb_min, prefetch=nb_pf
+        )
         assert r.select_norm(key, cols, 16384, 8, backend="nvrtc").origin == "te"
+        assert r.select_norm(key, cols, 16384, 8, backend="numba").origin == "te"
         assert r.select_norm(key, cols, 16383, 16, backend="nvrtc") == cfg  # general anyway
+    for cols in (4104, 18944):  # Numba: up to _CAPPED_GENERAL_NUMBA_FROM TE's entry as it is
+        assert cols <= r._CAPPED_GENERAL_NUMBA_FROM and r.generated_tuned(key, cols) is None
+        te = r.select_norm(key, cols, 16384, 16, measured=False)
+        assert r.select_norm(key, cols, 16384, 16, backend="numba") == te
     if op.endswith("_fwd"):
         for out in ("fp8e4m3", "fp8e5m2"):
             fp8 = r.NormKey(op, dtype, dtype, out)
+            numba = r.select_norm(fp8, 46336, 16384, 16, backend="numba")
+            assert (numba.origin, numba.min_ctas_per_sm) == (
+                "measured", r._CAPPED_GENERAL_NUMBA[op][0],
+            )  # fmt: skip
             cfg = r.select_norm(fp8, 46336, 16384, 16, backend="nvrtc")
-            assert cfg.origin == ("measured" if op == "layernorm_fwd" else "te")
+            cap = r._CAPPED_GENERAL_FP8[op]
+            assert r._general_cap(fp8) == cap
+            assert cfg.origin == ("te" if cap is None else "measured")
+            if cap is not None:  # its own cap (LayerNorm: not bf16 output's)
+                assert (cfg.min_ctas_per_sm, cfg.prefetch) == cap
+                assert cap != r._general_cap(r.NormKey(op, "bf16", "bf16", "bf16"))
     if op == "rmsnorm_bwd":
         add = r.NormKey(op, dtype, dtype, dtype, True)
-        assert r.select_norm(add, 46336, 16384, 16, backend="nvrtc").origin == "te"
+        for backend in ("nvrtc", "numba"):
+            assert r.select_norm(add, 46336, 16384, 16, backend=backend).origin == "te"
 
 
 @pytest.mark.parametrize(

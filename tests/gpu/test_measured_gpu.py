@@ -164,18 +164,22 @@ def test_wide_vector_general_entry(monkeypatch, op, cols, dtype):
     assert (cfg.kind, cfg.origin, cfg.bytes_per_ldg) == ("general", "measured", 16)
 
 
-# TE's general entries under registry._CAPPED_GENERAL's caps past those bands (several CTAs a
-# row)
+# TE's general entries under register caps past those bands (several CTAs a row): NVRTC's
+# (registry._general_cap) and the Numba path's (_CAPPED_GENERAL_NUMBA, past 20480 columns)
 _CAPPED = [
-    (op, cols, dt) for op in registry.NORM_OPS for cols in (46336,) for dt in ("bf16", "fp16")
+    (backend, op, cols, dt)
+    for backend in ("nvrtc", "numba")
+    for op in registry.NORM_OPS
+    for cols in (46336,)
+    for dt in ("bf16", "fp16")
 ]
 
 
-@pytest.mark.parametrize(("op", "cols", "dtype"), _CAPPED, ids=lambda v: str(v))
-def test_capped_general_entry(monkeypatch, op, cols, dtype):
-    cfg, plan = _select_and_check(monkeypatch, "nvrtc", op, cols, 16, dtype)
+@pytest.mark.parametrize(("backend", "op", "cols", "dtype"), _CAPPED, ids=lambda v: str(v))
+def test_capped_general_entry(monkeypatch, backend, op, cols, dtype):
+    cfg, plan = _select_and_check(monkeypatch, backend, op, cols, 16, dtype)
     assert (cfg.kind, cfg.origin, cfg.min_ctas_per_sm) == (
-        "general", "measured", registry._CAPPED_GENERAL[op][0],
+        "general", "measured", registry._general_cap(cfg.key, backend)[0],
     )  # fmt: skip
     assert plan.spec.ctas_per_row > 1 and plan.row_iterations >= 2
 

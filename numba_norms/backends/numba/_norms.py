@@ -959,6 +959,10 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     NC_TUNED = np.float32(WN * 32 * NV)  # elements of one CTA (tuned kernels)
     SM = 2 * WM * WN * 2  # [trip parity][warp_m][warp_n][2]: no barrier needed before reuse
     RED = WM * WN * 32 if _SIM else 1
+    # General kernels of several warps a row: the warps' element counts in shared memory and the
+    # warp mean as sum * (1 / count), as NVRTC's norm_fwd (there: fewer spills).
+    SHARED_COUNTS = GENERAL and WN > 1
+    WCS = WN if SHARED_COUNTS else 1
     # FP8 output: y = fp8(v * scale); the amax code is always compiled (amax checked for null
     # at run time). Other outputs: the amax reduction only in the kernel compiled for it.
     FP8 = cfg.output in FP8_DTYPES
@@ -1082,16 +1086,17 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     _ld(beta, c, bs, it * NE, NE)
 
         # element counts of the warps of a row (for the means and Chan's weights)
-        wc = cuda.local.array(WN, F32)
-        for w in range(WN):
-            if GENERAL:
-                wc[w] = _warp_count(cols, cta_n, w, cpr, WN, NE, LDGS)
-            else:
-                wc[w] = NW_TUNED
-        if GENERAL:  # not wc[warp_n]: a run-time index would put wc in local memory
+        wc = cuda.shared.array(WCS, F32)
+        if SHARED_COUNTS:
+            if tid < WN:
+                wc[tid] = _warp_count(cols, cta_n, tid, cpr, WN, NE, LDGS)
+            cuda.syncthreads()
+            nw = wc[warp_n]
+        elif GENERAL:
             nw = _warp_count(cols, cta_n, warp_n, cpr, WN, NE, LDGS)
         else:
             nw = NW_TUNED
+        rnw = _ONE / max(nw, _ONE)
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
         if PREFETCH and trips > 0:
@@ -1149,7 +1154,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 rs = _ONE / F32(math.sqrt(s / fcols + eps))
             else:
                 # mean and M2 of the warp in two steps, Chan's combination across warps / CTAs
-                m = s / max(nw, _ONE)
+                m = s * rnw if SHARED_COUNTS else s / max(nw, _ONE)
                 d = _ZERO
                 for it in range(LDGS):
                     for k in range(NE):
@@ -1167,7 +1172,8 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     m = _ZERO
                     d = _ZERO
                     for w in range(WN):
-                        n, m, d = _chan(n, m, d, wc[w], sm[sw + w * 2], sm[sw + w * 2 + 1])
+                        nb = wc[w] if SHARED_COUNTS else NW_TUNED
+                        n, m, d = _chan(n, m, d, nb, sm[sw + w * 2], sm[sw + w * 2 + 1])
                 if MULTI:
                     sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
                     cb = (par * WM + warp_m) * _CL_SLOTS

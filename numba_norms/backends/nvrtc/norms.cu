@@ -152,19 +152,14 @@ struct ChanFolder {
   }
 };
 
-// Element counts of the warps of this CTA's row slice (index: warp_n).
+// Element counts of the warps of this CTA's row slice (index: warp_n): general kernels of
+// several warps a row read them from shared memory (norm_fwd).
 template <int WARPS_N, int NUM_ELTS, int LDGS, bool GENERAL>
 struct WarpCounts {
-  float c[WARPS_N];
-  __device__ __forceinline__ void init(int cta_n, int col_step, int cols) {
-#pragma unroll
-    for (int w = 0; w < WARPS_N; ++w) {
-      c[w] = GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>((cta_n * WARPS_N + w) * 32 * NUM_ELTS,
-                                                          col_step, cols)
-                     : (float)(LDGS * 32 * NUM_ELTS);
-    }
+  const float* c;  // [WARPS_N], shared (GENERAL)
+  __device__ __forceinline__ float count(int w) const {
+    return GENERAL ? c[w] : (float)(LDGS * 32 * NUM_ELTS);
   }
-  __device__ __forceinline__ float count(int w) const { return c[w]; }
 };
 
 // Element counts of the CTAs of a row (index: cta_n).
@@ -473,13 +468,29 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
   if constexpr (!RMS) b.load(beta, geo.col0, geo.col_step, cols, 0.f);
 
   const float rn = 1.f / (float)cols;
-  WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL> wcounts;
-  wcounts.init(geo.cta_n, geo.col_step, cols);
-  // (Not wcounts.count(warp_n): a run-time index would put the array in local memory.)
+  // Element counts of the warps' slices. General kernels of several warps a row keep them in
+  // shared memory (written once) and take a warp's mean as sum * (1 / count). Held in registers
+  // the counts, and the per-vector terms of the count computed in place, stayed live through
+  // the row loop, and the division's slow-path call made ptxas spill more (bf16 layernorm_fwd
+  // at the 64-register cap, 1 CTA of 32 warps: 59648 columns 348 -> 76 B of spill stores,
+  // 40704 204 -> 44 B; 5 CTAs of 4 warps at 168 registers: 64 -> 20 B). Not with one warp a
+  // row (fp32 1000 columns, 4 x 1 warps: 130 registers against 128, a CTA an SM fewer).
+  constexpr bool SHARED_COUNTS = GENERAL && WARPS_N > 1;
+  __shared__ float wcount[SHARED_COUNTS ? WARPS_N : 1];
+  if constexpr (SHARED_COUNTS) {
+    if (threadIdx.x < WARPS_N) {
+      wcount[threadIdx.x] = (float)covered<LDGS, 32 * NUM_ELTS>(
+          (geo.cta_n * WARPS_N + (int)threadIdx.x) * 32 * NUM_ELTS, geo.col_step, cols);
+    }
+    __syncthreads();
+  }
   const float n_warp =
-      GENERAL ? (float)covered<LDGS, 32 * NUM_ELTS>(geo.col0 - geo.lane * NUM_ELTS, geo.col_step,
-                                                    cols)
-              : (float)(LDGS * 32 * NUM_ELTS);
+      SHARED_COUNTS ? wcount[geo.warp_n]
+      : GENERAL     ? (float)covered<LDGS, 32 * NUM_ELTS>(geo.col0 - geo.lane * NUM_ELTS,
+                                                          geo.col_step, cols)
+                    : (float)(LDGS * 32 * NUM_ELTS);
+  const float rn_warp = 1.f / (n_warp > 0.f ? n_warp : 1.f);  // an empty warp's mean is 0
+  const WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL> wcounts{wcount};
   ChanFolder<WarpCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> wchan{wcounts, 0.f};
   ChanFolder<CtaCounts<WARPS_N, NUM_ELTS, LDGS, GENERAL>> cchan{{geo.col_step, cols}, 0.f};
   SumFolder sum;
@@ -565,7 +576,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MIN_CTAS)
       for (int it = 0; it < LDGS; ++it)
 #pragma unroll
         for (int j = 0; j < NUM_ELTS; ++j) s += val(it, j);
-      const float m_w = warp_sum(s) / (n_warp > 0.f ? n_warp : 1.f);  // empty warp: mean 0
+      const float m_w = SHARED_COUNTS ? warp_sum(s) * rn_warp
+                                      : warp_sum(s) / (n_warp > 0.f ? n_warp : 1.f);
       float m2 = 0.f;
 #pragma unroll
       for (int it = 0; it < LDGS; ++it) {
