@@ -886,15 +886,17 @@ _CAPPED_GENERAL_FP8 = {"layernorm_fwd": (3, False), "rmsnorm_fwd": None}
 # bf16 rows (bf16 in and out) where a tighter cap won once the LayerNorm general forward spilled
 # less (its warp counts in shared memory): 8 CTAs an SM against 3, H100, session 45: sweep at
 # 40704 / 46336 / 59648 / 121344 1.04-1.24x; A/B with the kernel change 1.14-1.31x at 40704-
-# 121344. fp16 rows keep 3: at 8 ptxas spilled 212 B (bf16 68 B; fp16 widens by conversion, bf16
-# by a shift) and they ran 0.73-1.00x (perf/results/2026-12-06-h100-session45, calls 2-4).
+# 121344. fp16 rows keep 3: at 8 the new kernel spills 212 B in fp16 (ptxas; bf16 68 B, and the
+# old kernel at 8: fp16 28 B, bf16 224 B) and fp16 ran 0.73-1.00x there (perf/results/
+# 2026-12-06-h100-session45, calls 2-4; the old kernel at 8 was not timed in fp16).
 _CAPPED_GENERAL_BF16 = {"layernorm_fwd": (8, False)}
 # The Numba path runs TE's general entry for such rows too; past 20480 columns with a cap by op
 # (no pipeline: the Numba kernels have none there), every 16-bit and FP8 output alike. H100
 # sweep (session 45, `tune_norms.py --backend numba --general`, bf16 / fp16 / bf16 -> e4m3 at
 # 24832 / 59648 / 121344; the forwards' caps at 59648 / 121344 only) against TE's uncapped
-# entry (2 CTAs an SM at 231-234 registers): layernorm_fwd 1.51-1.65x, rmsnorm_fwd 1.20-1.69x,
-# layernorm_bwd 1.28-1.43x, rmsnorm_bwd 1.43-1.53x; each the best cap at every length. Shorter
+# entry (2-3 CTAs an SM: 153-246 registers as loaded): layernorm_fwd 1.51-1.65x, rmsnorm_fwd
+# 1.20-1.69x, layernorm_bwd 1.28-1.44x, rmsnorm_bwd 1.43-1.53x; each the best cap at every
+# length. Shorter
 # rows past _VECTOR_GENERAL_COLS keep TE's entry (not measured). A/B (call 6): 1.18-1.65x at
 # 24832 / 46336 / 121344 on every op, FP8 outputs included.
 _CAPPED_GENERAL_NUMBA_FROM = 20480

@@ -294,6 +294,31 @@ def test_rmsnorm_backward_with_add(rows, cols, dtypes):
 
 
 @needs_sim
+@pytest.mark.parametrize(
+    "wm, wn, hidden, cols, rows, dtype",
+    [
+        (1, 2, 512, 300, 5, "bf16"),  # warp 1 covers 44 columns
+        (1, 4, 1024, 200, 5, "bf16"),  # warps 1-3 cover nothing
+        (2, 2, 512, 450, 7, "bf16"),  # two warp rows, an odd row count
+        (2, 4, 512, 70, 3, "fp32"),
+    ],
+)
+def test_general_forward_several_warps_a_row(monkeypatch, wm, wn, hidden, cols, rows, dtype):
+    """LayerNorm's general forward with partial and empty warps: the warps' element counts
+    (shared memory) weigh their (mean, M2) parts in Chan's merge."""
+    dtypes = (dtype,) * 3
+    key = registry.NormKey("layernorm_fwd", *dtypes)
+    cfg = registry.NormConfig.general_for(
+        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured"
+    )
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    x, g, b, _ = inputs(rows, cols, dtypes, cols)
+    y, mu, rs, plan = run_forward("layernorm", dtypes, x, g, b)
+    assert plan.spec.config is cfg and plan.spec.general
+    check_forward("layernorm", dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+
+
+@needs_sim
 @pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
 def test_row_strided_input(op):
     dtypes = ("fp32", "fp32", "fp32")

@@ -148,7 +148,7 @@ VECTOR_SPECS = _vector_specs()
 
 
 def _capped_specs() -> list[NormSpec]:
-    """TE's general entries under registry._CAPPED_GENERAL's caps (16-bit rows of 16-byte
+    """TE's general entries under register caps (registry._general_cap; 16-bit rows of 16-byte
     vectors past the one-CTA bands: several CTAs a row), every op and an FP8 output, and the
     forwards' last one-CTA bands (22784, 26368)."""
     keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]

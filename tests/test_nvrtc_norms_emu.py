@@ -92,6 +92,11 @@ _CASES = [
     ("rmsnorm_fwd", "fp16", 1, 3, 7, 2, False, False, None),  # one warp: it may leave early
     ("rmsnorm_fwd", "bf16", 2, 2, 10, 4, False, True, None),  # folded: one address a row
     ("layernorm_fwd", "bf16", 1, 4, 6, 2, False, False, 1000),  # general: a partial last pass
+    # general, several warps a row (their counts through shared memory): 512 / 488 elements,
+    # one warp empty (200 / 0), and 256 / 256 / 188 / 0
+    ("layernorm_fwd", "bf16", 2, 2, 13, 3, False, False, 1000),
+    ("layernorm_fwd", "bf16", 2, 2, 7, 2, False, False, 200),
+    ("layernorm_fwd", "fp16", 4, 1, 9, 2, True, False, 700),
     ("rmsnorm_fwd", "fp32", 1, 2, 5, 2, True, False, 200),
 ]
 
