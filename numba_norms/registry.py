@@ -898,7 +898,8 @@ _CAPPED_GENERAL_BF16 = {"layernorm_fwd": (8, False)}
 # 1.20-1.69x, layernorm_bwd 1.28-1.44x, rmsnorm_bwd 1.43-1.53x; each the best cap at every
 # length. Shorter
 # rows past _VECTOR_GENERAL_COLS keep TE's entry (not measured). A/B (call 6): 1.18-1.65x at
-# 24832 / 46336 / 121344 on every op, FP8 outputs included.
+# 24832 / 46336 / 121344 on every op, FP8 outputs included (16-bit LayerNorm forwards ran with
+# the warp-count change then; without it, as now, 1.05x faster still: call 7).
 _CAPPED_GENERAL_NUMBA_FROM = 20480
 _CAPPED_GENERAL_NUMBA = {
     "layernorm_fwd": (4, False),

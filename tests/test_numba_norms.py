@@ -301,11 +301,13 @@ def test_rmsnorm_backward_with_add(rows, cols, dtypes):
         (1, 4, 1024, 200, 5, "bf16"),  # warps 1-3 cover nothing
         (2, 2, 512, 450, 7, "bf16"),  # two warp rows, an odd row count
         (2, 4, 512, 70, 3, "fp32"),
+        (1, 4, 1024, 200, 5, "fp32"),  # 128 / 72 / 0 / 0 elements
     ],
 )
 def test_general_forward_several_warps_a_row(monkeypatch, wm, wn, hidden, cols, rows, dtype):
     """LayerNorm's general forward with partial and empty warps: the warps' element counts
-    (shared memory) weigh their (mean, M2) parts in Chan's merge."""
+    weigh their (mean, M2) parts in Chan's merge (held per thread for 16-bit outputs, in shared
+    memory for the others)."""
     dtypes = (dtype,) * 3
     key = registry.NormKey("layernorm_fwd", *dtypes)
     cfg = registry.NormConfig.general_for(

@@ -960,8 +960,12 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     SM = 2 * WM * WN * 2  # [trip parity][warp_m][warp_n][2]: no barrier needed before reuse
     RED = WM * WN * 32 if _SIM else 1
     # General kernels of several warps a row: the warps' element counts in shared memory and the
-    # warp mean as sum * (1 / count), as NVRTC's norm_fwd (there: fewer spills).
-    SHARED_COUNTS = GENERAL and WN > 1
+    # warp mean as sum * (1 / count), as NVRTC's norm_fwd (there: fewer spills); not for 16-bit
+    # outputs. H100, TE's bf16 LayerNorm entry at the Numba cap (4 CTAs an SM), 46336 / 121344
+    # columns: bf16 output 0.95x with it (ptxas: 252 -> 320 B of spill stores), e4m3 1.35-1.40x
+    # (608 -> 352 B). fp32 outputs keep the FP8 form: both are checked bit for bit against
+    # each other.
+    SHARED_COUNTS = GENERAL and WN > 1 and registry.itemsize(cfg.output) != 2
     WCS = WN if SHARED_COUNTS else 1
     # FP8 output: y = fp8(v * scale); the amax code is always compiled (amax checked for null
     # at run time). Other outputs: the amax reduction only in the kernel compiled for it.
@@ -1086,16 +1090,23 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     _ld(beta, c, bs, it * NE, NE)
 
         # element counts of the warps of a row (for the means and Chan's weights)
-        wc = cuda.shared.array(WCS, F32)
+        wcs = cuda.shared.array(WCS, F32)
+        wc = cuda.local.array(WN, F32)
         if SHARED_COUNTS:
             if tid < WN:
-                wc[tid] = _warp_count(cols, cta_n, tid, cpr, WN, NE, LDGS)
+                wcs[tid] = _warp_count(cols, cta_n, tid, cpr, WN, NE, LDGS)
             cuda.syncthreads()
-            nw = wc[warp_n]
-        elif GENERAL:
-            nw = _warp_count(cols, cta_n, warp_n, cpr, WN, NE, LDGS)
+            nw = wcs[warp_n]
         else:
-            nw = NW_TUNED
+            for w in range(WN):
+                if GENERAL:
+                    wc[w] = _warp_count(cols, cta_n, w, cpr, WN, NE, LDGS)
+                else:
+                    wc[w] = NW_TUNED
+            if GENERAL:  # not wc[warp_n]: a run-time index would put wc in local memory
+                nw = _warp_count(cols, cta_n, warp_n, cpr, WN, NE, LDGS)
+            else:
+                nw = NW_TUNED
         rnw = _ONE / max(nw, _ONE)
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
@@ -1172,7 +1183,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     m = _ZERO
                     d = _ZERO
                     for w in range(WN):
-                        nb = wc[w] if SHARED_COUNTS else NW_TUNED
+                        nb = wcs[w] if SHARED_COUNTS else wc[w]
                         n, m, d = _chan(n, m, d, nb, sm[sw + w * 2], sm[sw + w * 2 + 1])
                 if MULTI:
                     sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
