@@ -851,16 +851,20 @@ _VECTOR_GENERAL = {
 # against TE's entry layernorm_fwd 1.57 / 1.82x (the pipeline lost at 22784: 1.30x, won at
 # 26368; without it 1.67x), rmsnorm_fwd 1.26 / 1.26x.
 _WIDE_VECTOR_GENERAL = {
-    "rmsnorm_fwd": (
-        (5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True),
-        (28672, 1, 16, 1, False),
-    ),
-    "layernorm_fwd": (
-        (5120, 1, 4, 2, True), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
-        (24576, 1, 16, 1, False), (28672, 1, 16, 1, True),
-    ),
-    "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
-    "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
+    "nvrtc": {
+        "rmsnorm_fwd": (
+            (5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True),
+            (28672, 1, 16, 1, False),
+        ),
+        "layernorm_fwd": (
+            (5120, 1, 4, 2, True), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
+            (24576, 1, 16, 1, False), (28672, 1, 16, 1, True),
+        ),
+        "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
+        "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
+    },
+    # Numba: TE's uncapped entry to 20480 (not measured), then the caps of _CAPPED_GENERAL_NUMBA
+    "numba": {op: ((20480, None),) for op in NORM_OPS},
 }  # fmt: skip
 
 # Past those bands (16-bit rows of 16-byte vectors no tuned shape tiles, NVRTC), TE's general
@@ -900,7 +904,6 @@ _CAPPED_GENERAL_BF16 = {"layernorm_fwd": (8, False)}
 # rows past _VECTOR_GENERAL_COLS keep TE's entry (not measured). A/B (call 6): 1.18-1.65x at
 # 24832 / 46336 / 121344 on every op, FP8 outputs included (16-bit LayerNorm forwards ran with
 # the warp-count change then; without it, as now, 1.05x faster still: call 7).
-_CAPPED_GENERAL_NUMBA_FROM = 20480
 _CAPPED_GENERAL_NUMBA = {
     "layernorm_fwd": (4, False),
     "rmsnorm_fwd": (4, False),
@@ -912,23 +915,20 @@ _CAPPED_GENERAL_NUMBA = {
 def vector_general(
     key: NormKey, cols: int, alignment: int, backend: str | None = None
 ) -> NormConfig | None:
-    """The measured one-CTA general entry (:data:`_VECTOR_GENERAL`, NVRTC's past it
-    :data:`_WIDE_VECTOR_GENERAL`, and past that TE's entry under :func:`_general_cap`'s cap;
-    Numba's past :data:`_CAPPED_GENERAL_NUMBA_FROM` the same) of ``backend`` (None: the NVRTC
-    one) for rows of ``cols`` taking 16-byte vectors, or None where it has none."""
+    """The measured one-CTA general entry of ``backend`` (None: NVRTC's) for rows of ``cols``
+    taking 16-byte vectors (:data:`_VECTOR_GENERAL`, past it :data:`_WIDE_VECTOR_GENERAL`'s
+    bands, and past those TE's entry under :func:`_general_cap`'s cap), or None where it has
+    none."""
     lo, hi = _VECTOR_GENERAL_COLS
     if alignment < TUNED_ALIGNMENT or itemsize(key.input) != 2 or cols < lo:
         return None
+    be = "numba" if backend == "numba" else "nvrtc"
     if cols <= hi:
-        shape = _VECTOR_GENERAL["numba" if backend == "numba" else "nvrtc"].get(key.op)
-    elif backend == "numba":
-        if cols > _CAPPED_GENERAL_NUMBA_FROM and not key.fused_add:
-            return _capped_general(key, cols, backend)
-        return None
+        shape = _VECTOR_GENERAL[be].get(key.op)
     else:
-        bands = _WIDE_VECTOR_GENERAL[key.op]
+        bands = _WIDE_VECTOR_GENERAL[be][key.op]
         if cols > bands[-1][0] and not key.fused_add:
-            return _capped_general(key, cols)
+            return _capped_general(key, cols, backend)
         shape = next((b[1:] for b in bands if cols <= b[0]), None)
     if shape is None or shape[0] is None:
         return None

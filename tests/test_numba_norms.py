@@ -701,8 +701,8 @@ def test_ptx_representative_kernels(op, kind, hidden, dtypes, fused_add):
     "op, out", [(op, "bf16") for op in registry.NORM_OPS] + [("layernorm_fwd", "fp8e4m3")]
 )
 def test_ptx_capped_general_entries(op, out):
-    """Rows past registry._CAPPED_GENERAL_NUMBA_FROM that no shape tiles: TE's general entry
-    (several CTAs a row) with the Numba path's register cap in the launch bounds."""
+    """Rows past the Numba path's last band (registry._WIDE_VECTOR_GENERAL) that no shape
+    tiles: TE's general entry (several CTAs a row) with the Numba cap in the launch bounds."""
     key = registry.NormKey(op, "bf16", "bf16", out)
     cfg = registry.select_norm(key, 46336, 16384, 16, backend="numba")
     cap = registry._CAPPED_GENERAL_NUMBA[op][0]

@@ -129,6 +129,7 @@ def _vector_specs() -> list[NormSpec]:
     measured at and the fused add."""
     keys = [registry.NormKey(op, "bf16", "bf16", "bf16") for op in registry.NORM_OPS]
     keys.append(registry.NormKey("layernorm_bwd", "fp16", "fp16", "fp16"))
+    wide = registry._WIDE_VECTOR_GENERAL["nvrtc"]
     out = []
     for key in keys:
         # 1000: _VECTOR_GENERAL; 4104 / 8200 / 18944: _WIDE_VECTOR_GENERAL's bands
@@ -136,7 +137,7 @@ def _vector_specs() -> list[NormSpec]:
             if band is None:
                 if key.op not in registry._VECTOR_GENERAL["nvrtc"]:
                     continue
-            elif registry._WIDE_VECTOR_GENERAL[key.op][band][1] is None or key.input != "bf16":
+            elif key.input != "bf16" or wide[key.op][band][1] is None:
                 continue
             cfg = registry.select_norm(key, cols, 16384, 16, backend="nvrtc")
             assert cfg.origin == "measured" and cfg.kind == "general" and cfg.num_elts == 8

@@ -409,12 +409,12 @@ def test_generated_entries_keep_slices_register_sized():
 
 
 @pytest.mark.parametrize("backend", ["nvrtc", "numba"])
-def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
+def test_wide_vector_rows_take_measured_one_cta_shapes(backend):
     """Rows of 16-bit vector multiples past 1024 columns that no shape tiles (4104 = 8 x 513):
-    NVRTC's measured one-CTA shapes by band (registry._WIDE_VECTOR_GENERAL), TE's general
-    entries where a band has none and on the Numba path (not measured) to 20480 columns, and
-    past that TE's entries under a register cap (past the last band on NVRTC)."""
-    for op, bands in r._WIDE_VECTOR_GENERAL.items():
+    each backend's measured one-CTA shapes by band (registry._WIDE_VECTOR_GENERAL), TE's
+    general entries where a band has none, and past the last band TE's entries under a
+    register cap."""
+    for op, bands in r._WIDE_VECTOR_GENERAL[backend].items():
         key = r.NormKey(op, "fp16", "fp16", "fp16")
         prev = r._VECTOR_GENERAL_COLS[1] + 8
         for upto, *shape in bands:
@@ -424,11 +424,7 @@ def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
                 assert r.generated_tuned(key, cols) is None  # 8 x odd: nothing tiles
                 cfg = r.select_norm(key, cols, 16384, 16, backend=backend)
                 te = r.select_norm(key, cols, 16384, 16, measured=False)
-                if backend == "numba" and cols > r._CAPPED_GENERAL_NUMBA_FROM:
-                    assert cfg == r._capped_general(key, cols, "numba") != te
-                    assert cfg.min_ctas_per_sm == r._CAPPED_GENERAL_NUMBA[op][0]
-                    continue
-                if backend == "numba" or shape[0] is None:
+                if shape[0] is None:
                     assert cfg == te and cfg.origin == "te"
                     continue
                 wm, wn, min_ctas, prefetch = shape
@@ -443,7 +439,9 @@ def test_wide_vector_rows_take_nvrtc_measured_one_cta_shapes(backend):
                 assert cfg.hidden_size // (wn * 32) <= most
             prev = upto + 8
         past = r.select_norm(key, bands[-1][0] + 8, 16384, 16, backend=backend)
+        assert past == r._capped_general(key, bands[-1][0] + 8, backend)
         assert past.origin == "measured"  # a register cap (_general_cap)
+        assert past.min_ctas_per_sm == r._general_cap(key, backend)[0] > 1
     fp32 = r.NormKey("layernorm_fwd", "fp32", "fp32", "fp32")
     assert r.select_norm(fp32, 4100, 16384, 16).origin == "te"  # measured on 16-bit rows only
     assert r.select_norm(fp32, 46336, 16384, 16).origin == "te"
@@ -459,7 +457,7 @@ def test_long_vector_rows_take_capped_te_general(op, dtype):
     (_CAPPED_GENERAL_NUMBA). NVRTC's FP8-output RMSNorm, the fused add, narrower alignment and
     fp32 keep TE's entry."""
     key = r.NormKey(op, dtype, dtype, dtype)
-    start = r._WIDE_VECTOR_GENERAL[op][-1][0] + 8
+    start = max(by_op[op][-1][0] for by_op in r._WIDE_VECTOR_GENERAL.values()) + 8
     for cols in (start, 46336, 121344, 131064):
         assert r.generated_tuned(key, cols) is None, cols  # nothing tiles these
         te = r.select_norm(key, cols, 16384, 16, measured=False)
@@ -479,10 +477,6 @@ def test_long_vector_rows_take_capped_te_general(op, dtype):
         assert r.select_norm(key, cols, 16384, 8, backend="nvrtc").origin == "te"
         assert r.select_norm(key, cols, 16384, 8, backend="numba").origin == "te"
         assert r.select_norm(key, cols, 16383, 16, backend="nvrtc") == cfg  # general anyway
-    for cols in (4104, 18944):  # Numba: up to _CAPPED_GENERAL_NUMBA_FROM TE's entry as it is
-        assert cols <= r._CAPPED_GENERAL_NUMBA_FROM and r.generated_tuned(key, cols) is None
-        te = r.select_norm(key, cols, 16384, 16, measured=False)
-        assert r.select_norm(key, cols, 16384, 16, backend="numba") == te
     if op.endswith("_fwd"):
         for out in ("fp8e4m3", "fp8e5m2"):
             fp8 = r.NormKey(op, dtype, dtype, out)

@@ -151,7 +151,7 @@ def test_generated_entry(monkeypatch, backend, op, cols, dtype):
 # NVRTC's one-CTA shapes for 16-bit vector multiples that nothing tiles (4104 = 8 x 513, ...)
 _WIDE = [
     (op, cols, dt)
-    for op, bands in registry._WIDE_VECTOR_GENERAL.items()
+    for op, bands in registry._WIDE_VECTOR_GENERAL["nvrtc"].items()
     for (upto, *shape), cols in zip(bands, (4104, 8200, 18944, 22784, 26368))
     if shape[0] is not None
     for dt in ("bf16", "fp16")
