@@ -4,7 +4,9 @@ The CUDA C is compiled with g++ against the CUDA stand-in of ``tests/test_nvrtc_
 (one pthread per CUDA thread, real barriers for ``__syncthreads`` and the warp collectives, the
 PTX of asm statements rewritten to C++) and run on the CPU: the kernels' slices, row loop
 (several trips a CTA, the last past the rows), software pipeline, folded row addressing and
-general (bounds-checked) columns are checked against the float64 reference without a GPU.
+general (bounds-checked) columns, and the general kernel's rows of several CTAs (the exchange
+through ``stats`` and the arrival counters) are checked against the float64 reference without a
+GPU.
 """
 
 from __future__ import annotations
@@ -59,6 +61,14 @@ extern "C" void run_fwd(int gy, int threads, const void* x, const void* g, const
   emu_launch(dim3{1, (unsigned)gy, 1}, dim3{(unsigned)threads, 1, 1}, [&] {
     KERNEL((const TI*)x, (const TI*)g, (const TI*)b, (TI*)y, mu, rs, rows, cols, xs, ys, eps, 0,
            nullptr, nullptr, nullptr, nullptr, nullptr); });
+}
+// Rows of gx CTAs: the exchange's workspace and arrival counters as the launcher passes them.
+extern "C" void run_fwd_multi(int gx, int gy, int threads, const void* x, const void* g,
+    const void* b, void* y, float* mu, float* rs, int rows, int cols, long long xs, long long ys,
+    float eps, float* stats, int* barrier) {
+  emu_launch(dim3{(unsigned)gx, (unsigned)gy, 1}, dim3{(unsigned)threads, 1, 1}, [&] {
+    KERNEL((const TI*)x, (const TI*)g, (const TI*)b, (TI*)y, mu, rs, rows, cols, xs, ys, eps, 0,
+           stats, barrier, nullptr, nullptr, nullptr); });
 }
 """
 
@@ -128,21 +138,30 @@ def test_emulated_forward(emu_dir, case):
     spec = planner.norm_spec(cfg, cols, n, H200)
     assert spec.ldgs == ldgs and spec.ctas_per_row == 1 and spec.general == (general is not None)
     lib = _lib(emu_dir, _norms.forward_name(spec))
-    pitch = cols + 2 * n  # rows 16-byte aligned, not contiguous
-    rng = np.random.default_rng(cols * rows)
-    x = (rng.standard_normal((rows, pitch)) * 2 + 0.5).astype(_EMU_NP[dtype])
-    g = (1 + 0.3 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
-    b = (0.2 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
-    fill = _EMU_FILL[dtype]
-    y = np.full((rows, pitch), fill, _EMU_BITS[dtype])
-    mu, rs = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    x, g, b, y, mu, rs, pitch = _inputs(dtype, rows, cols, n)
     lib.run_fwd(
         ctypes.c_int(ctas), ctypes.c_int(warps_n * 32),
         _ptr(x), _ptr(g), _ptr(b), _ptr(y), _ptr(mu), _ptr(rs),
         ctypes.c_int(rows), ctypes.c_int(cols), ctypes.c_longlong(pitch),
         ctypes.c_longlong(pitch), ctypes.c_float(1e-5),
     )  # fmt: skip
-    assert np.all(y[:, cols:] == fill), "padding written"
+    _check(op, dtype, cols, x, g, b, y, mu, rs)
+
+
+def _inputs(dtype: str, rows: int, cols: int, n: int):
+    """Random rows 16-byte aligned but not contiguous, and outputs filled with canaries."""
+    pitch = cols + 2 * n
+    rng = np.random.default_rng(cols * rows)
+    x = (rng.standard_normal((rows, pitch)) * 2 + 0.5).astype(_EMU_NP[dtype])
+    g = (1 + 0.3 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
+    b = (0.2 * rng.standard_normal(cols)).astype(_EMU_NP[dtype])
+    y = np.full((rows, pitch), _EMU_FILL[dtype], _EMU_BITS[dtype])
+    mu, rs = np.full(rows, np.nan, np.float32), np.full(rows, np.nan, np.float32)
+    return x, g, b, y, mu, rs, pitch
+
+
+def _check(op, dtype, cols, x, g, b, y, mu, rs) -> None:
+    assert np.all(y[:, cols:] == _EMU_FILL[dtype]), "padding written"
     got = y.view(_EMU_NP[dtype])[:, :cols].astype(np.float64)
     if op == "layernorm_fwd":
         want, want_mu, want_rs = ref.layernorm_fwd(x[:, :cols], g, b, 1e-5)
@@ -152,3 +171,64 @@ def test_emulated_forward(emu_dir, case):
     np.testing.assert_allclose(rs, want_rs, rtol=1e-5)
     err = np.abs(got - want).max() / np.abs(want).max()
     assert err < {"fp32": 1e-5, "fp16": 2e-3, "bf16": 1e-2}[dtype], err
+
+
+# Rows of several CTAs: the general forward of several warps a row (the capped general entries'
+# kernel: 1 x 4 warps a CTA, several CTAs a row), whose (mean, M2) parts merge across the CTAs
+# through `stats` and the arrival counters. The stand-in runs every thread of the grid at once
+# and has no clusters (`%cluster_nctarank` reads 1), so this is the counter path of a device
+# without clusters (sm_90 launches rows of up to 8 CTAs as clusters instead).
+# (op, dtype, warps_n, vectors a thread, min CTAs an SM, rows, row groups, prefetch, cols, CTAs a
+# row); rows are never a multiple of the row groups: some CTAs run a trip past the last row.
+_MULTI_CASES = [
+    # warp elements 512 / 512 | 512 / 364: CTA 1's last warp ends inside its second vector
+    ("layernorm_fwd", "bf16", 2, 2, 1, 7, 3, False, 1900, 2),
+    # 512 / 512 | 420 / 256: CTA 1's last warp has no second vector
+    ("layernorm_fwd", "bf16", 2, 2, 1, 5, 2, False, 1700, 2),
+    ("layernorm_fwd", "fp32", 2, 2, 1, 7, 2, False, 700, 2),  # 256 / 188 | 128 / 128
+    # 3 CTAs, the last with one warp of 252 elements and three empty ones
+    ("layernorm_fwd", "fp16", 4, 1, 1, 5, 2, True, 2300, 3),
+    ("rmsnorm_fwd", "bf16", 2, 2, 1, 7, 3, True, 1900, 2),
+    # the capped bf16 entry's shape (4 warps, 8 CTAs an SM: x kept packed, weights re-read),
+    # shorter: 3072 / 3072 / 2856 elements a CTA (the last warp 552)
+    ("layernorm_fwd", "bf16", 4, 4, 8, 5, 2, False, 9000, 3),
+]
+
+
+def _multi_id(c) -> str:
+    op, dtype, wn, ldgs, min_ctas, rows, gy, pf, cols, cpr = c
+    return f"{op}-{dtype}-w{wn}-l{ldgs}-m{min_ctas}-r{rows}x{gy}{'-pf' if pf else ''}-{cpr}x{cols}"
+
+
+@pytest.mark.parametrize("case", _MULTI_CASES, ids=_multi_id)
+def test_emulated_forward_multi_cta(emu_dir, case):
+    op, dtype, warps_n, ldgs, min_ctas, rows, gy, prefetch, cols, cpr = case
+    n = 16 // registry.itemsize(dtype)
+    key = registry.NormKey(op, dtype, dtype, dtype)
+    cfg = registry.NormConfig.general_for(
+        key, warps_n * 32 * n * ldgs, warps_m=1, warps_n=warps_n, bytes_per_ldg=16,
+        origin="measured", min_ctas_per_sm=min_ctas, prefetch=prefetch,
+    )  # fmt: skip
+    spec = planner.norm_spec(cfg, cols, n, H200)
+    assert spec.general and spec.ldgs == ldgs and spec.ctas_per_row == cpr > 1
+    assert _norms.exchange(spec)
+    # a device of exactly gy row groups, so that the planner sizes the scratch for this grid
+    plan = planner.row_plan(spec, rows, cols, planner.DeviceLimits(sm_count=cpr * gy), 1)
+    assert plan.grid == (cpr, gy, 1) and plan.cluster == 1 and plan.barrier_bytes == 4 * gy
+    # NaN, not zeroed (the launcher zeroes only the counters): a read of a slot before its
+    # store shows; the guard after the planner's size catches stores past it
+    guard = 64
+    stats = np.full(plan.stats_bytes // 4 + guard, np.nan, np.float32)
+    barrier = np.zeros(plan.barrier_bytes // 4, np.int32)
+    lib = _lib(emu_dir, _norms.forward_name(spec))
+    x, g, b, y, mu, rs, pitch = _inputs(dtype, rows, cols, n)
+    lib.run_fwd_multi(
+        ctypes.c_int(cpr), ctypes.c_int(gy), ctypes.c_int(warps_n * 32),
+        _ptr(x), _ptr(g), _ptr(b), _ptr(y), _ptr(mu), _ptr(rs),
+        ctypes.c_int(rows), ctypes.c_int(cols), ctypes.c_longlong(pitch),
+        ctypes.c_longlong(pitch), ctypes.c_float(1e-5), _ptr(stats), _ptr(barrier),
+    )  # fmt: skip
+    assert np.isnan(stats[-guard:]).all(), "stats written past the planner's size"
+    # every CTA of a row group met at the barrier once a trip, the trips past the rows included
+    assert np.all(barrier == plan.row_iterations * cpr), barrier
+    _check(op, dtype, cols, x, g, b, y, mu, rs)
