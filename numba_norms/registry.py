@@ -839,17 +839,18 @@ _VECTOR_GENERAL = {
 
 
 # Longer rows of the same kind (16-bit, 16-byte vectors, no shape tiles them: 4104 = 8 x 513,
-# say) on NVRTC, by op and row length: (up to cols, warps_m, warps_n, min_ctas_per_sm,
-# prefetch); None: TE's general entry serves. The fastest one-CTA shapes of a sweep at 4104 /
-# 8200 / 18944 bf16 columns (H200, run 150, `tune_norms.py --general`), against TE's general
-# entries (4 warps a CTA, several CTAs a row from 8193 columns): 1.41-2.17x / 1.68-2.53x /
-# 1.43-2.02x; layernorm_bwd at 18944 1.06x (not kept: None). Each band ends where its shape
-# holds the 40 elements a thread it was measured with; past 20480 TE's entries serve (at 37376
-# TE's several-CTA shapes, register-capped, were the fastest), with the caps of
-# _CAPPED_GENERAL. The forwards' last bands (to 24576 / 28672: 6 / 7 vectors a thread on 16
-# warps) are an H100 sweep's (session 44, `tune_norms.py --general`, bf16 at 22784 / 26368):
-# against TE's entry layernorm_fwd 1.57 / 1.82x (the pipeline lost at 22784: 1.30x, won at
-# 26368; without it 1.67x), rmsnorm_fwd 1.26 / 1.26x.
+# say), by backend, op and row length: (up to cols, warps_m, warps_n, min_ctas_per_sm,
+# prefetch); None: TE's general entry serves. Past a backend's last band, _capped_general.
+# NVRTC's are the fastest one-CTA shapes of a sweep at 4104 / 8200 / 18944 bf16 columns (H200,
+# run 150, `tune_norms.py --general`), against TE's general entries (4 warps a CTA, several
+# CTAs a row from 8193 columns): 1.41-2.17x / 1.68-2.53x / 1.43-2.02x; layernorm_bwd at 18944
+# 1.06x (not kept: None). Each band ends where its shape holds the 40 elements a thread it was
+# measured with; past 20480 TE's entries serve (at 37376 TE's several-CTA shapes,
+# register-capped, were the fastest), with the caps of _CAPPED_GENERAL. The forwards' last
+# bands (to 24576 / 28672: 6 / 7 vectors a thread on 16 warps) are an H100 sweep's (session
+# 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's entry layernorm_fwd 1.57
+# / 1.82x (the pipeline lost at 22784: 1.30x, won at 26368; without it 1.67x), rmsnorm_fwd
+# 1.26 / 1.26x.
 _WIDE_VECTOR_GENERAL = {
     "nvrtc": {
         "rmsnorm_fwd": (
