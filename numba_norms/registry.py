@@ -864,7 +864,7 @@ _WIDE_VECTOR_GENERAL = {
         "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
         "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
     },
-    # Numba: TE's uncapped entry to 20480 (not measured), then the caps of _CAPPED_GENERAL_NUMBA
+    # Numba: TE's uncapped entry to 20480 (not measured), then _CAPPED_GENERAL_NUMBA's caps
     "numba": {op: ((20480, None),) for op in NORM_OPS},
 }  # fmt: skip
 
@@ -901,8 +901,8 @@ _CAPPED_GENERAL_BF16 = {"layernorm_fwd": (8, False)}
 # 24832 / 59648 / 121344; the forwards' caps at 59648 / 121344 only) against TE's uncapped
 # entry (2-3 CTAs an SM: 153-246 registers as loaded): layernorm_fwd 1.51-1.65x, rmsnorm_fwd
 # 1.20-1.69x, layernorm_bwd 1.28-1.44x, rmsnorm_bwd 1.43-1.53x; each the best cap at every
-# length. Shorter
-# rows past _VECTOR_GENERAL_COLS keep TE's entry (not measured). A/B (call 6): 1.18-1.65x at
+# length. Shorter rows past _VECTOR_GENERAL_COLS keep TE's entry (the Numba band of
+# _WIDE_VECTOR_GENERAL; not measured). A/B (call 6): 1.18-1.65x at
 # 24832 / 46336 / 121344 on every op, FP8 outputs included (16-bit LayerNorm forwards ran with
 # the warp-count change then; without it, as now, 1.05x faster still: call 7).
 _CAPPED_GENERAL_NUMBA = {
