@@ -864,8 +864,19 @@ _WIDE_VECTOR_GENERAL = {
         "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
         "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
     },
-    # Numba: TE's uncapped entry to 20480 (not measured), then _CAPPED_GENERAL_NUMBA's caps
-    "numba": {op: ((20480, None),) for op in NORM_OPS},
+    # Numba: the fastest one-CTA shapes of an H100 sweep (session 47, `tune_norms.py --backend
+    # numba --general`, bf16 and fp16 at 4104 / 8200 / 18944) against TE's uncapped entry:
+    # 1.49-2.65x / 2.05-3.17x / 1.55-2.59x. rmsnorm_fwd's 8200 shape won in fp16 (2.42x; the bf16
+    # sweep tried only 2 x 16 under caps). layernorm_bwd at 18944: TE's entry under
+    # _CAPPED_GENERAL_NUMBA's cap ran 1.25x over 1 x 16, so its bands end at 10240.
+    "numba": {
+        "rmsnorm_fwd": ((5120, 1, 4, 6, False), (10240, 1, 8, 3, False), (20480, 1, 32, 1, False)),
+        "layernorm_fwd": (
+            (5120, 4, 4, 2, False), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False),
+        ),
+        "rmsnorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False), (20480, 1, 16, 1, False)),
+        "layernorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False)),
+    },
 }  # fmt: skip
 
 # Past those bands (16-bit rows of 16-byte vectors no tuned shape tiles, NVRTC), TE's general

@@ -715,6 +715,35 @@ def test_ptx_capped_general_entries(op, out):
     assert "cudaCG" in ptx  # the multi-CTA row barrier
 
 
+# a length in each of the Numba bands of registry._WIDE_VECTOR_GENERAL and the band's last
+# untiled length (a thread holds the most vectors there)
+_BANDS = [
+    (op, at, upto - 8)
+    for op, bands in registry._WIDE_VECTOR_GENERAL["numba"].items()
+    for (upto, *shape), at in zip(bands, (4104, 8200, 18944))
+    if shape[0] is not None
+]
+
+
+@needs_compiler
+@pytest.mark.parametrize("op, at, last", _BANDS)
+def test_ptx_wide_vector_band_entries(op, at, last):
+    """The Numba one-CTA shapes of 16-bit rows no shape tiles (registry._WIDE_VECTOR_GENERAL):
+    one CTA a row, 16-byte loads, no spills at the band's end, the cap in the launch bounds."""
+    key = registry.NormKey(op, "bf16", "bf16", "bf16")
+    cfg = registry.select_norm(key, at, 16384, 16, backend="numba")
+    assert (cfg.kind, cfg.origin) == ("general", "measured")
+    assert cfg == registry.select_norm(key, last, 16384, 16, backend="numba")  # one band
+    spec = planner.norm_spec(cfg, last, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    assert spec.ctas_per_row == 1
+    ptx = compile_ptx(spec)
+    ptx = ptx if isinstance(ptx, str) else "".join(map(str, ptx))
+    assert ".local" not in ptx and "ld.global.nc.v4.u32" in ptx
+    assert "cudaCG" not in ptx  # no row barrier
+    if cfg.min_ctas_per_sm > 1:
+        assert f".minnctapersm {cfg.min_ctas_per_sm}" in ptx
+
+
 @needs_compiler
 def test_ptx_before_sm80_rounds_bf16_in_software():
     spec = find_spec("layernorm_fwd", "tuned", 4096, BF16)

@@ -148,19 +148,21 @@ def test_generated_entry(monkeypatch, backend, op, cols, dtype):
     assert _select_and_check(monkeypatch, backend, op, cols, 16, dtype)[0] == gen
 
 
-# NVRTC's one-CTA shapes for 16-bit vector multiples that nothing tiles (4104 = 8 x 513, ...)
+# Each backend's one-CTA shapes for 16-bit vector multiples that nothing tiles (4104 = 8 x 513,
+# ...), a length in each band
 _WIDE = [
-    (op, cols, dt)
-    for op, bands in registry._WIDE_VECTOR_GENERAL["nvrtc"].items()
+    (backend, op, cols, dt)
+    for backend, by_op in registry._WIDE_VECTOR_GENERAL.items()
+    for op, bands in by_op.items()
     for (upto, *shape), cols in zip(bands, (4104, 8200, 18944, 22784, 26368))
     if shape[0] is not None
     for dt in ("bf16", "fp16")
 ]
 
 
-@pytest.mark.parametrize(("op", "cols", "dtype"), _WIDE, ids=lambda v: str(v))
-def test_wide_vector_general_entry(monkeypatch, op, cols, dtype):
-    cfg, _ = _select_and_check(monkeypatch, "nvrtc", op, cols, 16, dtype)
+@pytest.mark.parametrize(("backend", "op", "cols", "dtype"), _WIDE, ids=lambda v: str(v))
+def test_wide_vector_general_entry(monkeypatch, backend, op, cols, dtype):
+    cfg, _ = _select_and_check(monkeypatch, backend, op, cols, 16, dtype)
     assert (cfg.kind, cfg.origin, cfg.bytes_per_ldg) == ("general", "measured", 16)
 
 
