@@ -1,0 +1,2 @@
+# Session 47, call 2 (given inline to the device tool on the warm machine of call 1, 8ecb3d4):
+. perf/device_env.sh; R=$OUT/c2; mkdir -p $R; timeout 150 python3 perf/tune_norms.py --out $R/gen --backend numba --general --ops layernorm_fwd rmsnorm_fwd layernorm_bwd rmsnorm_bwd --dtypes fp16 --sizes 4104 8200 18944 --top 2 --target-ms 3 --time-budget 120 > $R/gen.txt 2>&1; echo rc=$?; grep -v "^\s*$" $R/gen.txt | tail -16; gzip $R/gen/tune.csv; rm -f $R/gen*/measured_norms*.json; cd $R && tar czf ../c2.tgz . && cd .. && rm -rf c2
