@@ -199,7 +199,11 @@ def norm_spec_for(
     """The configuration and kernel spec a norm call selects (before occupancy is known):
     ``vec`` holds the ``(alignment, itemsize)`` of its arrays (``measured`` False: TE's
     entries only). Precompile asks the same."""
-    alignment = min(a for a, _ in vec)
+    # The registry's alignment: the bytes of x a vector may span with every array allowing its
+    # own share (8 fp8 outputs take 8 bytes: rows of 4104 columns, bf16 -> fp8, still take
+    # 16-byte vectors of x)
+    size = registry.itemsize(key.input)
+    alignment = planner.vector_elements(vec, registry.TUNED_ALIGNMENT // size) * size
     kw = {"backend": backend, "measured": measured}
     cfg = registry.select_norm(key, cols, rows, alignment, **kw)
     try:

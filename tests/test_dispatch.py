@@ -61,6 +61,24 @@ def test_te_fallback_of_a_measured_entry_fits_the_device_too(monkeypatch):
     assert plan.spec.ctas_per_row == 1 and plan.spec.config.origin != "measured"
 
 
+@pytest.mark.parametrize("backend", ["nvrtc", "numba"])
+@pytest.mark.parametrize("cols", [1000, 4104, 20472])
+def test_fp8_output_rows_of_8_byte_pitch_take_16_byte_vectors_of_x(h200, backend, cols):
+    """An fp8 row of 8 mod 16 bytes allows 8-element vectors (8 bytes of fp8, 16 of bf16 x):
+    the entry selected is the one of 16-byte aligned rows, not a narrow shape of half-width
+    vectors or TE's several-CTA entry."""
+    key = registry.NormKey("layernorm_fwd", "bf16", "bf16", "fp8e4m3")
+    vec = ((cols % 16, 1), (16, 2))  # fp8 y: 8-byte rows; bf16 x, gamma and beta: 16
+    cfg, spec = dispatch.norm_spec_for(backend, key, 16384, cols, vec, h200)
+    assert cfg == registry.select_norm(key, cols, 16384, 16, backend=backend)
+    assert cfg.origin == "measured" and spec.num_elts == 8 and spec.ctas_per_row == 1
+    # fp32 x of 16-byte rows, bf16 y of 4-byte rows: 2-element vectors, 8 bytes of x
+    wide = registry.NormKey("layernorm_fwd", "fp32", "fp32", "bf16")
+    cfg, spec = dispatch.norm_spec_for(backend, wide, 16384, cols, ((16, 4), (4, 2)), h200)
+    assert cfg == registry.select_norm(wide, cols, 16384, 8, backend=backend)
+    assert spec.num_elts == 2
+
+
 def test_te_entry_that_cannot_be_resident_is_an_error(h200):
     with pytest.raises(planner.PlanError, match="occupancy 0"):
         dispatch._norm_plan("nvrtc", _backend(lambda s: 0), KEY, 16384, 4096, ((256, 2),), 0)

@@ -36,8 +36,9 @@ ML = {"fp8e4m3": ml_dtypes.float8_e4m3fn, "fp8e5m2": ml_dtypes.float8_e5m2}
 NP = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}
 FORMAT = {"fp8e4m3": (7, 3), "fp8e5m2": (15, 2)}  # exponent bias, mantissa bits
 # (rows, cols): tuned, general, several CTAs a row (cooperative; 58368: generated, 4 CTAs of 19
-# warps, whose odd warp count put Numba's cluster slots on an odd word before run 155's fix)
-SHAPES = [(64, 4096), (37, 1000), (8, 65536), (8, 58368)]
+# warps, whose odd warp count put Numba's cluster slots on an odd word before run 155's fix);
+# 1000 / 20472: rows of 8 mod 16 fp8 bytes, 16-byte vectors of 16-bit x (one CTA a row)
+SHAPES = [(64, 4096), (37, 1000), (8, 65536), (8, 58368), (16, 20472)]
 EPS = 1e-5
 
 
