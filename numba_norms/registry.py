@@ -850,7 +850,8 @@ _VECTOR_GENERAL = {
 # bands (to 24576 / 28672: 6 / 7 vectors a thread on 16 warps) are an H100 sweep's (session
 # 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's entry layernorm_fwd 1.57
 # / 1.82x (the pipeline lost at 22784: 1.30x, won at 26368; without it 1.67x), rmsnorm_fwd
-# 1.26 / 1.26x.
+# 1.26 / 1.26x. FP8 outputs take the bands too (not swept): bf16 -> e4m3 at 8200 ran NVRTC's
+# 2 x 8 shape 0.895x the narrow 1 x 8 shape of 8-byte vectors (H100, session 47, one round).
 _WIDE_VECTOR_GENERAL = {
     "nvrtc": {
         "rmsnorm_fwd": (
