@@ -913,8 +913,8 @@ _CAPPED_GENERAL_BF16 = {"layernorm_fwd": (8, False)}
 # 24832 / 59648 / 121344; the forwards' caps at 59648 / 121344 only) against TE's uncapped
 # entry (2-3 CTAs an SM: 153-246 registers as loaded): layernorm_fwd 1.51-1.65x, rmsnorm_fwd
 # 1.20-1.69x, layernorm_bwd 1.28-1.44x, rmsnorm_bwd 1.43-1.53x; each the best cap at every
-# length. Shorter rows past _VECTOR_GENERAL_COLS keep TE's entry (the Numba band of
-# _WIDE_VECTOR_GENERAL; not measured). A/B (call 6): 1.18-1.65x at
+# length. Shorter rows past _VECTOR_GENERAL_COLS take the Numba bands of
+# _WIDE_VECTOR_GENERAL (session 47). A/B (call 6): 1.18-1.65x at
 # 24832 / 46336 / 121344 on every op, FP8 outputs included (16-bit LayerNorm forwards ran with
 # the warp-count change then; without it, as now, 1.05x faster still: call 7).
 _CAPPED_GENERAL_NUMBA = {

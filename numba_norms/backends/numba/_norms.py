@@ -1116,7 +1116,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     nb = _warp_count(cols, cta_n, w, cpr, WN, NE, LDGS)
                     n += nb
                     wrs[w] = nb / n if nb != _ZERO else _ZERO
-            if not SHARED_COUNTS:
+            if not SHARED_COUNTS:  # (else the counts' barrier below serves)
                 cuda.syncthreads()
         if SHARED_COUNTS:
             if tid < WN:
