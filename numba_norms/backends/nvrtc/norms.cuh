@@ -384,6 +384,18 @@ __device__ __forceinline__ void chan_merge(float& na, float2& a, float nb, float
   }
 }
 
+// chan_merge with its ratio fb = nb / (na + nb) given: the same bits, for counts that are the
+// same on every row (the ratios worked out once, out of the row loop).
+__device__ __forceinline__ void chan_merge_ratio(float& na, float2& a, float nb, float fb,
+                                                 float2 b) {
+  if (nb > 0.f) {
+    const float delta = b.x - a.x;
+    a.x = a.x + delta * fb;
+    a.y = a.y + b.y + delta * delta * na * fb;
+    na = na + nb;
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Uncached (L2) accesses of the inter-CTA statistics: another CTA wrote them, and an L1 line
 // from the previous use of this buffer must not be read.
