@@ -15,6 +15,7 @@ registry then picks the one-CTA shapes of rows without 16-byte vectors).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -78,6 +79,12 @@ def main() -> int:
     p.add_argument("--rows", type=int, default=16384)
     p.add_argument("--backends", nargs="+", default=["nvrtc", "numba"])
     p.add_argument("--arch", default="sm_90")
+    p.add_argument(
+        "--prefetch",
+        choices=("on", "off"),
+        default=None,
+        help="the selected entries with the software pipeline forced on / off",
+    )
     args = p.parse_args()
     limits = planner.DeviceLimits(sm_count=132)
     print(f"{'backend':7s} {'op':14s} {'cols':>6s}  shape{'':19s} {'regs':>4s} {'frame':>5s} spill")
@@ -87,6 +94,8 @@ def main() -> int:
             for backend in args.backends:
                 # each backend's own choice (the Numba backend's measured entries included)
                 cfg = registry.select_norm(key, cols, args.rows, args.alignment, backend=backend)
+                if args.prefetch is not None:
+                    cfg = dataclasses.replace(cfg, prefetch=args.prefetch == "on")
                 vec = planner.vector_elements(
                     [(args.alignment, registry.itemsize(args.dtype))], cfg.num_elts
                 )

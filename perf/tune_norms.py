@@ -477,7 +477,8 @@ def run(args) -> int:
                             )
                             for _, c, _ in top
                             for m in (1,) + MIN_CTAS
-                            for pf in (PREFETCH if backend == "nvrtc" else (False,))
+                            # (the Numba path's pipeline: general forwards only, swept here)
+                            for pf in (PREFETCH if backend == "nvrtc" or args.general else (False,))
                             if c.threads * m <= registry.MAX_THREADS_PER_SM
                         ]
                     prefetch(cands, cols, prob.kind)

@@ -964,6 +964,36 @@ def test_forward_pipeline(monkeypatch, op, dtypes, cols):
     check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=True)
 
 
+@needs_sim
+@pytest.mark.parametrize(
+    "op, wm, wn, hidden, cols, rows, dtype",
+    [
+        ("layernorm", 1, 4, 1024, 600, 9, "bf16"),  # warps 2-3 partly / not covered
+        ("layernorm", 2, 2, 512, 450, 19, "bf16"),  # two warp rows, an odd row count
+        ("rmsnorm", 1, 2, 512, 300, 9, "bf16"),
+        ("layernorm", 1, 2, 512, 301, 1, "bf16"),  # one row: a partial vector of 5
+        ("rmsnorm", 1, 2, 256, 203, 1, "fp32"),  # one row: a partial vector of 3
+    ],
+)
+def test_general_forward_pipeline(monkeypatch, op, wm, wn, hidden, cols, rows, dtype):
+    """The general forward's software pipeline: the next row's words loaded with the columns
+    past the row end as 0 (several row trips, partial and empty warps, partial vectors)."""
+    from numba_norms.backends.numba import _norms
+
+    dtypes = (dtype,) * 3
+    key = registry.NormKey(f"{op}_fwd", *dtypes)
+    cfg = registry.NormConfig.general_for(
+        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured", prefetch=True
+    )
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    x, g, b, _ = inputs(rows, cols, dtypes, cols + 3)
+    y, mu, rs, plan = run_forward(op, dtypes, x, g, b)
+    assert plan.spec.config is cfg and plan.spec.general
+    assert _norms._forward_form(plan.spec)[1], "the pipeline must run"
+    assert rows == 1 or plan.row_iterations >= 2
+    check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+
+
 @needs_compiler
 def test_wgrad_smem_slots_in_the_ptx():
     """The shared table's entries with dgamma / dbeta sums in shared memory (NVRTC-measured) do

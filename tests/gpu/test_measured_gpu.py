@@ -191,3 +191,28 @@ def test_nvrtc_narrow_layernorm_fwd_entry(monkeypatch, cols):
     """registry._NARROW_GENERAL_NVRTC's layernorm_fwd shapes on odd bf16 rows (2-byte pitch)."""
     cfg, _ = _select_and_check(monkeypatch, "nvrtc", "layernorm_fwd", cols, 2)
     assert (cfg.kind, cfg.origin, cfg.num_elts) == ("general", "measured", 1)
+
+
+@pytest.mark.parametrize(
+    ("op", "rows", "cols", "dtype"),
+    [
+        ("layernorm_fwd", 0, 8200, "bf16"),  # whole vectors, several row trips
+        ("rmsnorm_fwd", 0, 8200, "fp16"),
+        ("layernorm_fwd", 1, 8197, "bf16"),  # one row: a partial vector of 5 elements
+        ("rmsnorm_fwd", 1, 8199, "fp32"),  # of 3
+    ],
+)
+def test_numba_general_forward_pipeline(monkeypatch, op, rows, cols, dtype):
+    """The Numba general forward with the software pipeline on (guarded word loads: columns past
+    the row end as 0), against the reference; rows 0: a few more than the resident CTAs hold."""
+    monkeypatch.setenv("DISABLE_NVRTC", "1")
+    key = registry.NormKey(op, dtype, dtype, dtype)
+    cfg = registry.NormConfig.general_for(
+        key, 10240, warps_m=1, warps_n=8, bytes_per_ldg=16, origin="measured", prefetch=True
+    )
+    select = registry.select_norm  # the check's backward keeps its own entry
+    monkeypatch.setattr(
+        registry, "select_norm", lambda k, *a, **kw: cfg if k == key else select(k, *a, **kw)
+    )
+    plan = _plan_of("numba", cfg, rows or _rows(cfg, cols, "numba"), cols)
+    assert plan.spec.general and (rows == 1 or plan.row_iterations >= 2)

@@ -216,6 +216,7 @@ if _SIM:
         _ld(src, idx, words, woff, n)
 
     _ldw_again = _ldw
+    _ldw_g = _ld_g
 
     def _unpk(src, words, woff, dst, off, n):
         for j in range(n):
@@ -611,6 +612,47 @@ else:
     _ldw_again = _load_words(False)  # a second read of the same words (not merged with the first)
 
     @intrinsic
+    def _ldw_g(typingctx, src, idx, words, woff, n, avail):
+        """_ldw of the elements j < avail of src[idx:idx+n], the others 0 bits (0.0 once
+        unpacked): whole vectors where all are available, else one element at a time."""
+        if not _word_arrays(src, words, n, types.uint32):
+            return None
+        count = n.literal_value
+        whole = _ldw_codegen(count, True)
+
+        def codegen(context, builder, sig, args):
+            kind = _kind(sig.args[0])
+            esize = 4 if kind == "fp32" else 2
+            av = context.cast(builder, args[5], sig.args[5], types.int64)
+            with builder.if_else(builder.icmp_signed(">=", av, _c64(count)), likely=True) as (
+                then,
+                otherwise,
+            ):
+                with then:
+                    whole(context, builder, sig, args)
+                with otherwise:
+                    g = builder.gep(
+                        args[0], [context.cast(builder, args[1], sig.args[1], types.int64)]
+                    )
+                    w = _arr_at(context, builder, sig.args[2], args[2], args[3], sig.args[3])
+                    for k in range(count * esize // 4):
+                        builder.store(_c32(0), builder.gep(w, [_c64(k)]))
+                    ety = ir.IntType(8 * esize)
+                    for j in range(count):
+                        with builder.if_then(builder.icmp_signed(">", av, _c64(j))):
+                            ptr = builder.bitcast(builder.gep(g, [_c64(j)]), ety.as_pointer())
+                            val = builder.load(ptr, align=esize)
+                            val.set_metadata("invariant.load", builder.module.add_metadata([]))
+                            bits = builder.zext(val, _LL_I32) if esize == 2 else val
+                            if esize == 2 and j % 2:
+                                bits = builder.shl(bits, _c32(16))
+                            wp = builder.gep(w, [_c64(j * esize // 4)])
+                            builder.store(builder.or_(builder.load(wp), bits), wp)
+            return context.get_dummy_value()
+
+        return types.void(src, idx, words, woff, n, avail), codegen
+
+    @intrinsic
     def _unpk(typingctx, src, words, woff, dst, off, n):
         """dst[off:off+n] (fp32) = the elements of src's storage type packed in words[woff:]."""
         if not _word_arrays(src, words, n, types.uint32):
@@ -806,13 +848,14 @@ def _chan(na, ma, m2a, nb, mb, m2b):
 
 
 @_device
-def _chan_ratio(na, ma, m2a, nb, r, mb, m2b):
-    """:func:`_chan` with its ratio ``nb / (na + nb)`` given: the same bits, for counts that
-    are the same on every row (worked out once, out of the row loop)."""
-    if nb == _ZERO:
-        return na, ma, m2a
+def _chan_ratio(na, ma, m2a, r, mb, m2b):
+    """(mean, M2) of :func:`_chan` with its ratio ``r = nb / (na + nb)`` given (0: b is empty):
+    the same bits, for counts that are the same on every row (worked out once, out of the row
+    loop)."""
+    if r == _ZERO:
+        return ma, m2a
     delta = mb - ma
-    return na + nb, ma + delta * r, m2a + m2b + delta * delta * na * r
+    return ma + delta * r, m2a + m2b + delta * delta * na * r
 
 
 @_device
@@ -946,16 +989,17 @@ def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
 
     Held weights are fp32 here (NV registers each for gamma and beta): slices of 32+ elements
     re-read them at each row from L1, as the backward re-reads gamma. The pipeline (the next
-    row's x loaded, as stored, before this row's sums; the entry's ``prefetch``) runs in tuned
-    kernels where the next row's words fit beside x in fp32, the held weights and ~32
-    registers for addresses and sums.
+    row's x loaded, as stored, before this row's sums; the entry's ``prefetch``) runs where
+    the next row's words fit beside x in fp32, the held weights and ~32 registers for
+    addresses and sums; in general kernels only where a vector is whole 32-bit words.
     """
     cfg = spec.config
     nv = spec.num_elts * spec.ldgs
     reread = nv >= 32
     weights = 0 if reread else nv * (1 if cfg.is_rms else 2)
     held = nv + weights + _words_per(cfg.input, nv, False) + 32
-    prefetch = cfg.prefetch and not spec.general and held <= _register_cap(spec)
+    words = spec.num_elts * registry.itemsize(cfg.input) % 4 == 0
+    prefetch = cfg.prefetch and words and held <= _register_cap(spec)
     return reread, prefetch
 
 
@@ -980,7 +1024,10 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     # General LayerNorm kernels of several warps a row: Chan's ratios across the warps (one
     # division each, the same on every row) worked out once, in shared memory; in the row loop
     # NVVM kept them (ptx: 15 div.rn.f32 a row at 16 warps, bf16 18944 columns). The same
-    # arithmetic; H100 A/B (session 47, one round): 1.03x at 16 warps, 1.00-1.01x at 4 / 8
+    # arithmetic; H100 A/B (session 47, one round): 1.03x at 16 warps, 1.00-1.01x at 4 / 8.
+    # Beside them the count merged before each warp, so no warp's count is held in registers
+    # (ptxas, bf16: spill stores 68 -> 0 B at 18944, 572 -> 328 at 46336; A/B, session 48, at
+    # 46336, where no pipeline runs: 1.36x)
     RATIOS = GENERAL and WN > 1 and not RMS
     WRS = WN if RATIOS else 1
     # FP8 output: y = fp8(v * scale); the amax code is always compiled (amax checked for null
@@ -1023,9 +1070,13 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         return m, d
 
     @_device
-    def load_words(x, row, x_stride, col0, step, xw):
+    def load_words(x, row, x_stride, col0, step, cols, xw):
         for it in range(LDGS):
-            _ldw(x, row * x_stride + col0 + it * step, xw, it * XW, NE)
+            c = col0 + it * step
+            if GENERAL:  # columns past the row end as 0, as _ld_g loads them
+                _ldw_g(x, row * x_stride + c, xw, it * XW, NE, cols - c)
+            else:
+                _ldw(x, row * x_stride + c, xw, it * XW, NE)
 
     @_device
     def y_vector(gamma, beta, c, cols, it, xs, gs, bs, gv, bv, gadd, mean, rs):
@@ -1108,12 +1159,14 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         # element counts of the warps of a row (for the means and Chan's weights)
         wcs = cuda.shared.array(WCS, F32)
         wrs = cuda.shared.array(WRS, F32)
+        wna = cuda.shared.array(WRS, F32)
         wc = cuda.local.array(WN, F32)
         if RATIOS:
             if tid == 0:  # as _chan works them out, warp by warp
                 n = _ZERO
                 for w in range(WN):
                     nb = _warp_count(cols, cta_n, w, cpr, WN, NE, LDGS)
+                    wna[w] = n
                     n += nb
                     wrs[w] = nb / n if nb != _ZERO else _ZERO
             if not SHARED_COUNTS:  # (else the counts' barrier below serves)
@@ -1137,7 +1190,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
 
         trips = (rows + ngroups * WM - 1) // (ngroups * WM)
         if PREFETCH and trips > 0:
-            load_words(x, min(group * WM + warp_m, rows - 1), x_stride, col0, step, xw)
+            load_words(x, min(group * WM + warp_m, rows - 1), x_stride, col0, step, cols, xw)
         for t in range(trips):
             row = (t * ngroups + group) * WM + warp_m
             # warps past the last row load a real row (no garbage) but store nothing
@@ -1150,7 +1203,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     _unpk(x, xw, it * XW, xs, it * NE, NE)
                 if t + 1 < trips:
                     nrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
-                    load_words(x, nrow, x_stride, col0, step, xw)
+                    load_words(x, nrow, x_stride, col0, step, cols, xw)
             else:
                 for it in range(LDGS):
                     c = col0 + it * step
@@ -1209,11 +1262,11 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     m = _ZERO
                     d = _ZERO
                     for w in range(WN):
-                        nb = wcs[w] if SHARED_COUNTS else wc[w]
                         mb = sm[sw + w * 2]
                         if RATIOS:
-                            n, m, d = _chan_ratio(n, m, d, nb, wrs[w], mb, sm[sw + w * 2 + 1])
+                            m, d = _chan_ratio(wna[w], m, d, wrs[w], mb, sm[sw + w * 2 + 1])
                         else:
+                            nb = wcs[w] if SHARED_COUNTS else wc[w]
                             n, m, d = _chan(n, m, d, nb, mb, sm[sw + w * 2 + 1])
                 if MULTI:
                     sb = ((par * ngroups + group) * WM + warp_m) * cpr * 2
