@@ -850,8 +850,7 @@ _VECTOR_GENERAL = {
 # bands (to 24576 / 28672: 6 / 7 vectors a thread on 16 warps) are an H100 sweep's (session
 # 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's entry layernorm_fwd 1.57
 # / 1.82x (the pipeline lost at 22784: 1.30x, won at 26368; without it 1.67x), rmsnorm_fwd
-# 1.26 / 1.26x. FP8 outputs take the bands too (not swept): bf16 -> e4m3 at 8200 ran NVRTC's
-# 2 x 8 shape 0.895x the narrow 1 x 8 shape of 8-byte vectors (H100, session 47, one round).
+# 1.26 / 1.26x. FP8 outputs take the bands too, but where _WIDE_VECTOR_GENERAL_FP8 has a shape.
 _WIDE_VECTOR_GENERAL = {
     "nvrtc": {
         "rmsnorm_fwd": (
@@ -867,18 +866,31 @@ _WIDE_VECTOR_GENERAL = {
     },
     # Numba: the fastest one-CTA shapes of an H100 sweep (session 47, `tune_norms.py --backend
     # numba --general`, bf16 and fp16 at 4104 / 8200 / 18944) against TE's uncapped entry:
-    # 1.49-2.65x / 2.05-3.17x / 1.55-2.59x. rmsnorm_fwd's 8200 shape won in fp16 (2.42x; the bf16
-    # sweep tried only 2 x 16 under caps). layernorm_bwd at 18944: TE's entry under
-    # _CAPPED_GENERAL_NUMBA's cap ran 1.25x over 1 x 16, so its bands end at 10240.
+    # 1.49-2.65x / 2.05-3.17x / 1.55-2.59x. layernorm_bwd at 18944: TE's entry under
+    # _CAPPED_GENERAL_NUMBA's cap ran 1.25x over 1 x 16, so its bands end at 10240. The
+    # forwards' pipeline (general kernels from session 48; H100 sweep, bf16, the same shapes
+    # with / without it): layernorm_fwd 8200 253 / 434 us, 18944 1.6x; rmsnorm_fwd 8200 1 x 8 at
+    # 1 CTA an SM with it 202 us against 273 for 3 CTAs without (18944: no gain, 1 x 32 holds
+    # no next row under its cap).
     "numba": {
-        "rmsnorm_fwd": ((5120, 1, 4, 6, False), (10240, 1, 8, 3, False), (20480, 1, 32, 1, False)),
+        "rmsnorm_fwd": ((5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 32, 1, False)),
         "layernorm_fwd": (
-            (5120, 4, 4, 2, False), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False),
+            (5120, 4, 4, 2, False), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
         ),
         "rmsnorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False), (20480, 1, 16, 1, False)),
         "layernorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False)),
     },
 }  # fmt: skip
+
+# FP8 outputs (forwards) where their fastest shape differs from the band's, by backend, op and
+# band end: (warps_m, warps_n, min_ctas_per_sm, prefetch). H100 sweep (session 48, NVRTC
+# `tune_norms.py --general`, bf16 -> e4m3 at 4104 / 8200, one round): layernorm_fwd 1 x 4 at 3
+# CTAs an SM 82.2 us against the band's 94.8 (at 2), 1 x 8 at 2 180.0 against the band's 2 x 8
+# 198.7; rmsnorm_fwd kept its bands (the best ran 1.02x / the band's own shape).
+_WIDE_VECTOR_GENERAL_FP8 = {
+    "nvrtc": {"layernorm_fwd": {5120: (1, 4, 3, True), 10240: (1, 8, 2, True)}},
+    "numba": {},
+}
 
 # Past those bands (16-bit rows of 16-byte vectors no tuned shape tiles, NVRTC), TE's general
 # entry (4 warps a CTA, 8192 columns a CTA forward and 4096 backward, several CTAs a row) with a
@@ -942,7 +954,10 @@ def vector_general(
         bands = _WIDE_VECTOR_GENERAL[be][key.op]
         if cols > bands[-1][0] and not key.fused_add:
             return _capped_general(key, cols, backend)
-        shape = next((b[1:] for b in bands if cols <= b[0]), None)
+        band = next((b for b in bands if cols <= b[0]), None)
+        shape = band and band[1:]
+        if band and key.output in FP8_DTYPES:
+            shape = _WIDE_VECTOR_GENERAL_FP8[be].get(key.op, {}).get(band[0], shape)
     if shape is None or shape[0] is None:
         return None
     return _one_cta_general(key, cols, TUNED_ALIGNMENT, *shape)

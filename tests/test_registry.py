@@ -736,6 +736,29 @@ def test_vector_rows_without_a_tuned_entry_take_the_measured_one_cta_shapes(back
             assert te.origin == "te" and (te.warps_m, te.warps_n) == (4, 1)
 
 
+@pytest.mark.parametrize("backend", ["nvrtc", "numba"])
+def test_fp8_outputs_take_their_own_band_shapes(backend):
+    """registry._WIDE_VECTOR_GENERAL_FP8: FP8-output forwards take their own shape in the bands
+    it lists and the band's shape elsewhere; 16-bit outputs keep the band's."""
+    for op, bands in r._WIDE_VECTOR_GENERAL[backend].items():
+        if op.endswith("_bwd"):
+            continue
+        own = r._WIDE_VECTOR_GENERAL_FP8[backend].get(op, {})
+        assert set(own) <= {b[0] for b in bands}
+        for upto, *shape in bands:
+            if shape[0] is None:
+                continue
+            cols = upto - 8
+            for out in ("bf16", "fp8e4m3", "fp8e5m2"):
+                key = r.NormKey(op, "bf16", "bf16", out)
+                cfg = r.select_norm(key, cols, 16384, 16, backend=backend)
+                want = own.get(upto, shape) if out.startswith("fp8") else shape
+                got = (cfg.warps_m, cfg.warps_n, cfg.min_ctas_per_sm, cfg.prefetch)
+                assert (cfg.origin, got) == ("measured", tuple(want)), (op, cols, out)
+    if backend == "nvrtc":
+        assert r._WIDE_VECTOR_GENERAL_FP8[backend]  # (the NVRTC sweep's shapes)
+
+
 def test_vector_table_leaves_other_rows_alone():
     key = r.NormKey("layernorm_fwd", "bf16", "bf16", "bf16")
     assert r.vector_general(key, 1000, 8) is None  # 8-byte vectors only
