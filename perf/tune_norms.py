@@ -477,7 +477,7 @@ def run(args) -> int:
                             )
                             for _, c, _ in top
                             for m in (1,) + MIN_CTAS
-                            # (the Numba path's pipeline: general forwards only, swept here)
+                            # (Numba: --general sweeps it too; its general kernels have one)
                             for pf in (PREFETCH if backend == "nvrtc" or args.general else (False,))
                             if c.threads * m <= registry.MAX_THREADS_PER_SM
                         ]
