@@ -935,6 +935,13 @@ _CAPPED_GENERAL_NUMBA = {
     "layernorm_bwd": (3, False),
     "rmsnorm_bwd": (4, False),
 }
+# 16-bit rows (in and out) of the forwards take 6: the Numba forward's lean form (x kept as
+# loaded, session 49) fits there. H100, same run, two rounds, TE's entry at 4 / 6 / 8 CTAs an
+# SM, bf16: layernorm_fwd at 6 1.72x (46336) and 1.62x (121344) the wide form at 4, rmsnorm_fwd
+# 1.86x (46336); 4 and 8 ran slower than 6 with the lean form. FP8 outputs keep 4 (the lean
+# form ran 1.05x at 4 and lost at 6 / 8); fp32 rows have no lean form. perf/results/
+# 2026-12-06-session49, call 2.
+_CAPPED_GENERAL_NUMBA_LEAN = {"layernorm_fwd": (6, False), "rmsnorm_fwd": (6, False)}
 
 
 def vector_general(
@@ -967,6 +974,9 @@ def _general_cap(key: NormKey, backend: str | None = None) -> tuple[int, bool] |
     """(min_ctas_per_sm, prefetch) of :func:`_capped_general` for ``key`` on ``backend``
     (None: NVRTC), or None: TE's uncapped entry."""
     if backend == "numba":
+        lean = itemsize(key.input) == itemsize(key.output) == 2
+        if lean and key.op in _CAPPED_GENERAL_NUMBA_LEAN:
+            return _CAPPED_GENERAL_NUMBA_LEAN[key.op]
         return _CAPPED_GENERAL_NUMBA[key.op]
     if key.output in FP8_DTYPES:
         return _CAPPED_GENERAL_FP8[key.op]

@@ -85,6 +85,12 @@ def main() -> int:
         default=None,
         help="the selected entries with the software pipeline forced on / off",
     )
+    p.add_argument(
+        "--min-ctas",
+        type=int,
+        default=None,
+        help="the selected entries with this register cap (resident CTAs an SM)",
+    )
     args = p.parse_args()
     limits = planner.DeviceLimits(sm_count=132)
     print(f"{'backend':7s} {'op':14s} {'cols':>6s}  shape{'':19s} {'regs':>4s} {'frame':>5s} spill")
@@ -96,6 +102,8 @@ def main() -> int:
                 cfg = registry.select_norm(key, cols, args.rows, args.alignment, backend=backend)
                 if args.prefetch is not None:
                     cfg = dataclasses.replace(cfg, prefetch=args.prefetch == "on")
+                if args.min_ctas is not None:
+                    cfg = dataclasses.replace(cfg, min_ctas_per_sm=args.min_ctas)
                 vec = planner.vector_elements(
                     [(args.alignment, registry.itemsize(args.dtype))], cfg.num_elts
                 )

@@ -702,13 +702,18 @@ def test_ptx_representative_kernels(op, kind, hidden, dtypes, fused_add):
 )
 def test_ptx_capped_general_entries(op, out):
     """Rows past the Numba path's last band (registry._WIDE_VECTOR_GENERAL) that no shape
-    tiles: TE's general entry (several CTAs a row) with the Numba cap in the launch bounds."""
+    tiles: TE's general entry (several CTAs a row) with the Numba cap in the launch bounds;
+    the 16-bit forwards at their lean form's cap (the lean form compiled)."""
+    from numba_norms.backends.numba import _norms
+
     key = registry.NormKey(op, "bf16", "bf16", out)
     cfg = registry.select_norm(key, 46336, 16384, 16, backend="numba")
-    cap = registry._CAPPED_GENERAL_NUMBA[op][0]
+    lean = out == "bf16" and op in registry._CAPPED_GENERAL_NUMBA_LEAN
+    cap = (registry._CAPPED_GENERAL_NUMBA_LEAN if lean else registry._CAPPED_GENERAL_NUMBA)[op][0]
     assert (cfg.kind, cfg.origin, cfg.min_ctas_per_sm) == ("general", "measured", cap)
     spec = planner.norm_spec(cfg, 46336, cfg.num_elts, planner.DeviceLimits(sm_count=132))
     assert spec.ctas_per_row > 1
+    assert not op.endswith("_fwd") or _norms._forward_lean(spec) == lean
     ptx = compile_ptx(spec)
     ptx = ptx if isinstance(ptx, str) else "".join(map(str, ptx))
     assert f".minnctapersm {cap}" in ptx and ".local" not in ptx
@@ -992,6 +997,41 @@ def test_general_forward_pipeline(monkeypatch, op, wm, wn, hidden, cols, rows, d
     assert _norms._forward_form(plan.spec)[1], "the pipeline must run"
     assert rows == 1 or plan.row_iterations >= 2
     check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+
+
+@needs_sim
+@pytest.mark.parametrize(
+    "op, wm, wn, hidden, cols, rows, dtype",
+    [
+        ("layernorm", 1, 2, 512, 500, 7, "bf16"),  # a partial last vector, held weights
+        ("layernorm", 2, 2, 2048, 1900, 9, "fp16"),  # 32 elements a thread: weights re-read
+        ("rmsnorm", 1, 4, 1024, 700, 5, "bf16"),  # warp 3 without columns
+    ],
+)
+def test_general_forward_lean(monkeypatch, op, wm, wn, hidden, cols, rows, dtype):
+    """The forward's lean form (x kept as loaded, widened again for M2 and y) under a tight
+    register cap, against the reference and bit for bit against the wide form of the same shape
+    (the same arithmetic in the same order)."""
+    from numba_norms.backends.numba import _norms
+
+    dtypes = (dtype,) * 3
+    key = registry.NormKey(f"{op}_fwd", *dtypes)
+    x, g, b, _ = inputs(rows, cols, dtypes, cols + 11)
+    outs = {}
+    for ctas in (1, 2048 // (32 * wm * wn)):
+        cfg = registry.NormConfig.general_for(
+            key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured",
+            min_ctas_per_sm=ctas,
+        )  # fmt: skip
+        monkeypatch.setattr(registry, "select_norm", lambda *a, c=cfg, **k: c)
+        y, mu, rs, plan = run_forward(op, dtypes, x, g, b)
+        assert plan.spec.config is cfg and plan.row_iterations >= 2
+        check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+        outs[_norms._forward_lean(plan.spec)] = (y, mu, rs)
+    assert set(outs) == {False, True}, "one form each"
+    for wide, lean in zip(outs[False], outs[True], strict=True):
+        if wide is not None:
+            np.testing.assert_array_equal(lean, wide)
 
 
 @needs_compiler

@@ -216,3 +216,49 @@ def test_numba_general_forward_pipeline(monkeypatch, op, rows, cols, dtype):
     )
     plan = _plan_of("numba", cfg, rows or _rows(cfg, cols, "numba"), cols)
     assert plan.spec.general and (rows == 1 or plan.row_iterations >= 2)
+
+
+@pytest.mark.parametrize(
+    "op, cols, dtype",
+    [
+        ("layernorm_fwd", 46336, "bf16"),  # TE's entry: 6 CTAs a row
+        ("layernorm_fwd", 46340, "fp16"),  # vectors of 4 elements, a partial last CTA
+        ("rmsnorm_fwd", 46336, "bf16"),
+    ],
+)
+def test_numba_lean_forward(monkeypatch, op, cols, dtype):
+    """The Numba forward's lean form (x kept as loaded) on TE's several-CTA entry at 8 CTAs an
+    SM: against the reference (with the backward), and bit for bit against the wide form at 4
+    CTAs an SM (the same arithmetic in the same order)."""
+    import dataclasses
+
+    import numpy as np
+
+    from numba_norms.backends.numba import _norms
+
+    monkeypatch.setenv("DISABLE_NVRTC", "1")
+    key = registry.NormKey(op, dtype, dtype, dtype)
+    te = registry.select_norm(key, cols, 64, 16, allow_tuned=False, measured=False)
+    select = registry.select_norm  # the check's backward keeps its own entry
+    cfgs = [dataclasses.replace(te, min_ctas_per_sm=c, origin="measured") for c in (4, 8)]
+    rows = max(_rows(c, cols, "numba") for c in cfgs)
+    outs = {}
+    for cfg in cfgs:
+        monkeypatch.setattr(
+            registry,
+            "select_norm",
+            lambda k, *a, c=cfg, **kw: c if k == key else select(k, *a, **kw),
+        )
+        plan = _plan_of("numba", cfg, rows, cols)
+        assert plan.spec.ctas_per_row > 1 and plan.row_iterations >= 2
+        rng = np.random.default_rng(cols)
+        x = api.T(api.rand((rows, cols), rng, 2.0, 0.3), dtype)
+        g = api.T(api.rand(cols, rng, 0.3, 1.0), dtype)
+        if op == "layernorm_fwd":
+            out = api.nn.layernorm_fwd(x, g, api.T(api.rand(cols, rng, 0.1), dtype))
+        else:
+            out = api.nn.rmsnorm_fwd(x, g)
+        outs[_norms._forward_lean(plan.spec)] = [api.N(t) for t in out]
+    assert set(outs) == {False, True}, "one form each"
+    for wide, lean in zip(outs[False], outs[True], strict=True):
+        np.testing.assert_array_equal(lean, wide)

@@ -225,6 +225,9 @@ if _SIM:
     def _opq_i(v):
         return v
 
+    def _opq_w(words, n):
+        pass
+
     def _st_any(dst, idx, src, off, n):
         dt = dst.dtype
         for j in range(n):
@@ -687,6 +690,25 @@ else:
 
         return types.int64(v), codegen
 
+    _ASM_OPAQUE_32 = ir.InlineAsm(ir.FunctionType(_LL_I32, [_LL_I32]), "", "=r,0", side_effect=True)
+
+    @intrinsic
+    def _opq_w(typingctx, words, n):
+        """words[:n] (uint32) each through an empty asm statement: the compiler has to keep the
+        words themselves, not values it widened from them earlier."""
+        if not isinstance(n, types.IntegerLiteral):
+            return None
+        count = n.literal_value
+
+        def codegen(context, builder, sig, args):
+            w = _arr_at(context, builder, sig.args[0], args[0], _c64(0), types.int64)
+            for k in range(count):
+                ptr = builder.gep(w, [_c64(k)])
+                builder.store(builder.call(_ASM_OPAQUE_32, [builder.load(ptr)]), ptr)
+            return context.get_dummy_value()
+
+        return types.void(words, n), codegen
+
     def _store_intrinsics(hw: bool, fp8: str | None, hw_fp8: bool):
         def emit(builder, kind, g, a, count):
             _emit_store(builder, kind, g, a, count, hw, fp8, hw_fp8)
@@ -1003,6 +1025,30 @@ def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
     return reread, prefetch
 
 
+def _forward_lean(spec: NormSpec) -> bool:
+    """Whether the forward kernel keeps x as loaded (16-bit storage words), widening one
+    vector at a time where the sums and y use it, as NVRTC's lean norm_fwd: where x in fp32,
+    the held weights and ~32 registers exceed the entry's cap. The words pass through an empty
+    asm before M2 and before y, so the compiler cannot keep widened values alive instead.
+
+    ptxas, bf16 layernorm_fwd 46336 (TE's entry: 6 CTAs a row of 1 x 4 warps, 64 elements a
+    thread), spill stores at 4 / 6 / 8 CTAs an SM: 328 / 984 / 1072 B wide, 20 / 108 / 316 B
+    lean. H100, session 49 (same run, two rounds), lean against wide at the cap that was best
+    for each: layernorm_fwd 1.72x at 46336 (6 CTAs an SM), 1.62x at 121344; rmsnorm_fwd 46336
+    1.86x; bf16 -> e4m3 layernorm_fwd 1.05x at 4 (the lean form lost at 6 and 8 there).
+    General kernels only: the tuned entries past their cap (e.g. rmsnorm_fwd 32768 / 65536, at
+    92-99% of the H200 copy ceiling in session 49's scoreboard) have not been timed with it.
+    """
+    cfg = spec.config
+    nv = spec.num_elts * spec.ldgs
+    reread, prefetch = _forward_form(spec)
+    weights = 0 if reread else nv * (1 if cfg.is_rms else 2)
+    size = registry.itemsize(cfg.input)
+    packed = size < 4 and spec.num_elts * size % 4 == 0
+    fits = nv + weights + 32 <= _register_cap(spec)
+    return spec.general and packed and not prefetch and not fits
+
+
 def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, amax: bool):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
@@ -1039,9 +1085,11 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     hw_cvt, hw_fp8 = _hw_flags(cc)
     _st, _st_g, _rnd = _stores(hw_cvt, cfg.output if FP8 else None, hw_fp8)
     WREREAD, PREFETCH = _forward_form(spec)
+    LEAN = _forward_lean(spec)
     NG = 1 if WREREAD else NV  # held weights (fp32)
     XW = _words_per(cfg.input, NE, _SIM)
-    NXW = LDGS * XW if PREFETCH else 1  # the next row as loaded (PREFETCH)
+    NXW = LDGS * XW if PREFETCH or LEAN else 1  # the next row (PREFETCH) / this row (LEAN)
+    NXS = NE if LEAN else NV  # x in fp32: one vector (LEAN) or the thread's slice
     WORD = F32 if _SIM else types.uint32
     launch_dependents, wait_primary = dependent_launch(_dependent_launch(cc))
     exchange = _exchange_for(_clusters(cc))
@@ -1052,7 +1100,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     # row went to local memory: FP8 outputs (the conversion and scaling in the loop; bf16
     # layernorm_fwd 10240 -> e4m3, 80 elements a thread; before sm_89 in software) and general
     # kernels re-reading weights (bounds-checked loads; fp16 layernorm_fwd 2048, 64 elements)
-    SPLIT_Y = FP8 or (GENERAL and WREREAD)
+    SPLIT_Y = not LEAN and (FP8 or (GENERAL and WREREAD))
 
     @_device
     def chan_parts(parts, base, cpr, cols):
@@ -1122,7 +1170,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         sm = cuda.shared.array(SM, F32)
         red = cuda.shared.array(RED, F32)
         cl = cuda.shared.array(CL, F32, alignment=PAIR_ALIGN)  # pair stores (_st_cluster2)
-        xs = cuda.local.array(NV, F32)
+        xs = cuda.local.array(NXS, F32)
         gs = cuda.local.array(NG, F32)
         bs = cuda.local.array(NG, F32)
         gv = cuda.local.array(NE, F32)  # one re-read vector of gamma / beta (WREREAD)
@@ -1204,6 +1252,11 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 if t + 1 < trips:
                     nrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
                     load_words(x, nrow, x_stride, col0, step, cols, xw)
+            elif LEAN:
+                # the columns (so the addresses) out of an asm each row: held across the row
+                # loop they spilled (ptxas, bf16 46336 at 4 CTAs an SM: 192 -> 60 B of spill
+                # stores; the opaque words before M2 then 60 -> 20, at 8 CTAs 780 -> 316)
+                load_words(x, lrow, x_stride, _opq_i(col0), step, cols, xw)
             else:
                 for it in range(LDGS):
                     c = col0 + it * step
@@ -1212,11 +1265,15 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     else:
                         _ld(x, xoff + c, xs, it * NE, NE)
             s = _ZERO
-            for j in range(NV):
-                if RMS:
-                    s += xs[j] * xs[j]
-                else:
-                    s += xs[j]
+            for it in range(LDGS):
+                xo = 0 if LEAN else it * NE  # vector it in xs
+                if LEAN:
+                    _unpk(x, xw, it * XW, xs, 0, NE)
+                for k in range(NE):
+                    if RMS:
+                        s += xs[xo + k] * xs[xo + k]
+                    else:
+                        s += xs[xo + k]
             s = _warp_sum(s, red, tid, lane)
             sl = ((par * WM + warp_m) * WN + warp_n) * 2  # this warp's shared slot
             sw = (par * WM + warp_m) * WN * 2  # slot of warp 0 of this row
@@ -1246,9 +1303,14 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 # mean and M2 of the warp in two steps, Chan's combination across warps / CTAs
                 m = s * rnw if SHARED_COUNTS else s / max(nw, _ONE)
                 d = _ZERO
+                if LEAN:  # M2 widens the words again: not the sum's fp32 values, kept alive
+                    _opq_w(xw, NXW)
                 for it in range(LDGS):
+                    xo = 0 if LEAN else it * NE
+                    if LEAN:
+                        _unpk(x, xw, it * XW, xs, 0, NE)
                     for k in range(NE):
-                        dv = xs[it * NE + k] - m
+                        dv = xs[xo + k] - m
                         if GENERAL:
                             dv = dv if col0 + it * step + k < cols else _ZERO
                         d += dv * dv
@@ -1282,6 +1344,8 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 mean = m
                 rs = _ONE / F32(math.sqrt(d / fcols + eps))
 
+            if LEAN:  # y widens the words again (not the sums' fp32 values, kept alive)
+                _opq_w(xw, NXW)
             if row < rows:
                 if cta_n == 0 and warp_n == 0 and lane == 0:
                     if not RMS:
@@ -1305,8 +1369,12 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                             rs,
                         )
                 yoff = row * y_stride
+                ycol = _opq_i(col0) if LEAN else col0
                 for it in range(LDGS):
-                    c = col0 + it * step
+                    c = ycol + it * step
+                    xo = 0 if LEAN else it * NE
+                    if LEAN:
+                        _unpk(x, xw, it * XW, xs, 0, NE)
                     # (y_vector's body written out: this is the code run 25 timed and tested)
                     if WREREAD and not SPLIT_Y:  # this vector's weights, from L1
                         if GENERAL:
@@ -1321,24 +1389,25 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                         j = it * NE + k
                         g = gv[k] + gadd if WREREAD else gs[j]
                         if RMS:
-                            xs[j] = xs[j] * rs * g
+                            xs[xo + k] = xs[xo + k] * rs * g
                         else:
-                            xs[j] = (xs[j] - mean) * rs * g + (bv[k] if WREREAD else bs[j])
+                            xv = xs[xo + k]
+                            xs[xo + k] = (xv - mean) * rs * g + (bv[k] if WREREAD else bs[j])
                     if AMAX:
                         if not FP8:  # amax of what y stores
-                            _rnd(y, xs, it * NE, NE)
+                            _rnd(y, xs, xo, NE)
                         for k in range(NE):
-                            a = abs(xs[it * NE + k])
+                            a = abs(xs[xo + k])
                             if GENERAL:  # columns past the row end hold -mean*rs (gamma + 1)
                                 a = a if c + k < cols else _ZERO
                             am = _fmaxf(am, a)
                     if FP8:
                         for k in range(NE):
-                            xs[it * NE + k] = xs[it * NE + k] * sc
+                            xs[xo + k] = xs[xo + k] * sc
                     if GENERAL:
-                        _st_g(y, yoff + c, xs, it * NE, NE, cols - c)
+                        _st_g(y, yoff + c, xs, xo, NE, cols - c)
                     else:
-                        _st(y, yoff + c, xs, it * NE, NE)
+                        _st(y, yoff + c, xs, xo, NE)
 
         if AMAX:
             # CTA max: warp butterfly, the warps through shared memory, one atomic per CTA
