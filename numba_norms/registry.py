@@ -974,8 +974,8 @@ def _general_cap(key: NormKey, backend: str | None = None) -> tuple[int, bool] |
     """(min_ctas_per_sm, prefetch) of :func:`_capped_general` for ``key`` on ``backend``
     (None: NVRTC), or None: TE's uncapped entry."""
     if backend == "numba":
-        lean = itemsize(key.input) == itemsize(key.output) == 2
-        if lean and key.op in _CAPPED_GENERAL_NUMBA_LEAN:
+        rows16 = itemsize(key.input) == itemsize(key.output) == 2
+        if rows16 and key.op in _CAPPED_GENERAL_NUMBA_LEAN:
             return _CAPPED_GENERAL_NUMBA_LEAN[key.op]
         return _CAPPED_GENERAL_NUMBA[key.op]
     if key.output in FP8_DTYPES:

@@ -455,8 +455,7 @@ def test_long_vector_rows_take_capped_te_general(op, dtype):
     bf16 LayerNorm forward _CAPPED_GENERAL_BF16's): the same CTA shape and chunk (several CTAs
     a row), only the cap and the pipeline differ; the Numba path's caps are its own
     (_CAPPED_GENERAL_NUMBA; the forwards' _CAPPED_GENERAL_NUMBA_LEAN, but with FP8 outputs).
-    NVRTC's FP8-output RMSNorm, the fused add, narrower alignment and
-    fp32 keep TE's entry."""
+    NVRTC's FP8-output RMSNorm, the fused add, narrower alignment and fp32 keep TE's entry."""
     key = r.NormKey(op, dtype, dtype, dtype)
     start = max(by_op[op][-1][0] for by_op in r._WIDE_VECTOR_GENERAL.values()) + 8
     for cols in (start, 46336, 121344, 131064):
