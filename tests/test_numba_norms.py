@@ -698,17 +698,21 @@ def test_ptx_representative_kernels(op, kind, hidden, dtypes, fused_add):
 
 @needs_compiler
 @pytest.mark.parametrize(
-    "op, out", [(op, "bf16") for op in registry.NORM_OPS] + [("layernorm_fwd", "fp8e4m3")]
+    "op, dtype, out",
+    [(op, "bf16", "bf16") for op in registry.NORM_OPS]
+    + [("layernorm_fwd", "bf16", "fp8e4m3"), ("layernorm_fwd", "fp16", "fp16")],
 )
-def test_ptx_capped_general_entries(op, out):
+def test_ptx_capped_general_entries(op, dtype, out):
     """Rows past the Numba path's last band (registry._WIDE_VECTOR_GENERAL) that no shape
     tiles: TE's general entry (several CTAs a row) with the Numba cap in the launch bounds;
-    the 16-bit forwards at their lean form's cap (the lean form compiled)."""
+    the 16-bit forwards at their lean form's cap (the lean form compiled, its y loop unrolled:
+    with gamma and beta checked apart, fp16's stayed a loop and the words went to local
+    memory)."""
     from numba_norms.backends.numba import _norms
 
-    key = registry.NormKey(op, "bf16", "bf16", out)
+    key = registry.NormKey(op, dtype, dtype, out)
     cfg = registry.select_norm(key, 46336, 16384, 16, backend="numba")
-    lean = out == "bf16" and op in registry._CAPPED_GENERAL_NUMBA_LEAN
+    lean = out == dtype and op in registry._CAPPED_GENERAL_NUMBA_LEAN
     cap = (registry._CAPPED_GENERAL_NUMBA_LEAN if lean else registry._CAPPED_GENERAL_NUMBA)[op][0]
     assert (cfg.kind, cfg.origin, cfg.min_ctas_per_sm) == ("general", "measured", cap)
     spec = planner.norm_spec(cfg, 46336, cfg.num_elts, planner.DeviceLimits(sm_count=132))
@@ -718,6 +722,21 @@ def test_ptx_capped_general_entries(op, out):
     ptx = ptx if isinstance(ptx, str) else "".join(map(str, ptx))
     assert f".minnctapersm {cap}" in ptx and ".local" not in ptx
     assert "cudaCG" in ptx  # the multi-CTA row barrier
+
+
+@needs_compiler
+def test_ptx_tuned_layernorm_lean():
+    """The tuned bf16 LayerNorm forward at 65536 (1 x 32 warps, 64 elements a thread under 64
+    registers) compiles in the lean form, its row in registers."""
+    from numba_norms.backends.numba import _norms
+
+    key = registry.NormKey("layernorm_fwd", *BF16)
+    cfg = registry.select_norm(key, 65536, 16384, 16, backend="numba")
+    assert (cfg.kind, cfg.warps_n, cfg.min_ctas_per_sm) == ("tuned", 32, 1)
+    spec = planner.norm_spec(cfg, 65536, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    assert _norms._forward_lean(spec)
+    ptx = compile_ptx(spec)
+    assert ".local" not in ptx and "ld.global.nc.v4.u32" in ptx
 
 
 # a length in each of the Numba bands of registry._WIDE_VECTOR_GENERAL and the band's last
@@ -1031,6 +1050,37 @@ def test_general_forward_lean(monkeypatch, op, wm, wn, hidden, cols, rows, dtype
     assert set(outs) == {False, True}, "one form each"
     for wide, lean in zip(outs[False], outs[True], strict=True):
         if wide is not None:
+            np.testing.assert_array_equal(lean, wide)
+
+
+@needs_sim
+@pytest.mark.parametrize("op, wm, wn, hidden, rows, dtype", [
+    ("layernorm", 1, 2, 1024, 5, "bf16"),  # 16 elements a thread (held weights)
+    ("layernorm", 2, 1, 2048, 3, "fp16"),  # 32 elements a thread (weights re-read)
+    ("rmsnorm", 1, 2, 1024, 5, "bf16"),  # tuned RMSNorm keeps the wide form
+])  # fmt: skip
+def test_tuned_forward_lean(monkeypatch, op, wm, wn, hidden, rows, dtype):
+    """Tuned LayerNorm forwards past their cap take the lean form too (tuned RMSNorm does
+    not): against the reference, and bit for bit against the wide form of the same shape."""
+    from numba_norms.backends.numba import _norms
+
+    dtypes = (dtype,) * 3
+    key = registry.NormKey(f"{op}_fwd", *dtypes)
+    x, g, b, _ = inputs(rows, hidden, dtypes, hidden + 5)
+    outs = {}
+    for ctas in (1, 2048 // (32 * wm * wn)):
+        cfg = registry.NormConfig.tuned_for(
+            key, hidden, ctas_per_row=1, warps_m=wm, warps_n=wn, origin="measured",
+            min_ctas_per_sm=ctas,
+        )  # fmt: skip
+        monkeypatch.setattr(registry, "select_norm", lambda *a, c=cfg, **k: c)
+        y, mu, rs, plan = run_forward(op, dtypes, x, g, b)
+        assert plan.spec.config is cfg and not plan.spec.general
+        check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
+        outs[_norms._forward_lean(plan.spec)] = (y, mu, rs)
+    assert set(outs) == ({False} if op == "rmsnorm" else {False, True})
+    if op == "layernorm":
+        for wide, lean in zip(outs[False], outs[True], strict=True):
             np.testing.assert_array_equal(lean, wide)
 
 

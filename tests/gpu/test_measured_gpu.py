@@ -223,6 +223,7 @@ def test_numba_general_forward_pipeline(monkeypatch, op, rows, cols, dtype):
     [
         ("layernorm_fwd", 46336, "bf16"),  # TE's entry: 6 CTAs a row
         ("layernorm_fwd", 46340, "fp16"),  # vectors of 4 elements, a partial last CTA
+        ("layernorm_fwd", 46336, "fp16"),  # gamma and beta under one check: the y loop unrolls
         ("rmsnorm_fwd", 46336, "bf16"),
     ],
 )

@@ -210,6 +210,10 @@ if _SIM:
         for j in range(n):
             dst[off + j] = _widen(src[idx + j], dt) if j < avail else _ZERO
 
+    def _ld2_g(src, src2, idx, dst, dst2, off, n, avail):
+        _ld_g(src, idx, dst, off, n, avail)
+        _ld_g(src2, idx, dst2, off, n, avail)
+
     # The lean backward's packed row: the simulator keeps one float per element as a "word"
     # (the kernel sizes its word arrays with _words_per(..., sim=True)).
     def _ldw(src, idx, words, woff, n):
@@ -562,6 +566,46 @@ else:
     # dst[off:off+n] = fp32(src[idx:idx+n]), one aligned vector load per 16 bytes; the checked
     # form reads elements j >= avail as 0
     _ld, _ld_g = _access_pair(_emit_load, zero_fill=True)
+
+    @intrinsic
+    def _ld2_g(typingctx, src, src2, idx, dst, dst2, off, n, avail):
+        """``_ld_g`` of two arrays of one dtype at the same index under one bounds check (gamma
+        and beta): one branch instead of two keeps the lean forward's y loop small enough for
+        NVVM to unroll (fp16 layernorm_fwd 46336: with two checks the loop stayed rolled and
+        the row's words went to local memory)."""
+        if not (_check(src, dst, n) and _check(src2, dst2, n)) or src != src2:
+            return None
+        count = n.literal_value
+
+        def codegen(context, builder, sig, args):
+            kind = _kind(sig.args[0])
+            idx = context.cast(builder, args[2], sig.args[2], types.int64)
+            off = context.cast(builder, args[5], sig.args[5], types.int64)
+
+            def operands(i):  # (storage pointer, float pointer) of array i (0: src, 1: src2)
+                data = context.make_array(sig.args[3 + i])(context, builder, args[3 + i]).data
+                return builder.gep(args[i], [idx]), builder.gep(data, [off])
+
+            (g, a), (g2, a2) = operands(0), operands(1)
+            av = context.cast(builder, args[7], sig.args[7], types.int64)
+
+            def full():
+                _emit_load(builder, kind, g, a, count)
+                _emit_load(builder, kind, g2, a2, count)
+
+            def one(j):
+                for gp, ap in ((g, a), (g2, a2)):
+                    at = [_c64(j)]
+                    _emit_load(builder, kind, builder.gep(gp, at), builder.gep(ap, at), 1)
+
+            def none(j):
+                for ap in (a, a2):
+                    builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(ap, [_c64(j)]))
+
+            _guarded(builder, count, av, full, one, none)
+            return context.get_dummy_value()
+
+        return types.void(src, src2, idx, dst, dst2, off, n, avail), codegen
 
     # The lean backward keeps a row as loaded (whole 32-bit words of storage) and widens it
     # where used; its second pass reads the row again at an index made opaque by _opq_i, so the
@@ -1036,8 +1080,9 @@ def _forward_lean(spec: NormSpec) -> bool:
     lean. H100, session 49 (same run, two rounds), lean against wide at the cap that was best
     for each: layernorm_fwd 1.72x at 46336 (6 CTAs an SM), 1.62x at 121344; rmsnorm_fwd 46336
     1.86x; bf16 -> e4m3 layernorm_fwd 1.05x at 4 (the lean form lost at 6 and 8 there).
-    General kernels only: the tuned entries past their cap (e.g. rmsnorm_fwd 32768 / 65536, at
-    92-99% of the H200 copy ceiling in session 49's scoreboard) have not been timed with it.
+    Tuned entries: LayerNorm only (its M2 pass reads x once more). H100, session 50 (same run,
+    two rounds), lean against wide: bf16 layernorm_fwd 65536 (1 x 32 warps, 64 elements a
+    thread) 1.09x; rmsnorm_fwd bf16 / fp16 32768 0.98x, 8192 / 12288 / 65536 1.00x.
     """
     cfg = spec.config
     nv = spec.num_elts * spec.ldgs
@@ -1046,7 +1091,7 @@ def _forward_lean(spec: NormSpec) -> bool:
     size = registry.itemsize(cfg.input)
     packed = size < 4 and spec.num_elts * size % 4 == 0
     fits = nv + weights + 32 <= _register_cap(spec)
-    return spec.general and packed and not prefetch and not fits
+    return (spec.general or not cfg.is_rms) and packed and not prefetch and not fits
 
 
 def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, amax: bool):
@@ -1377,10 +1422,10 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                         _unpk(x, xw, it * XW, xs, 0, NE)
                     # (y_vector's body written out: this is the code run 25 timed and tested)
                     if WREREAD and not SPLIT_Y:  # this vector's weights, from L1
-                        if GENERAL:
+                        if GENERAL and RMS:
                             _ld_g(gamma, c, gv, 0, NE, cols - c)
-                            if not RMS:
-                                _ld_g(beta, c, bv, 0, NE, cols - c)
+                        elif GENERAL:  # (only the lean form gets here: see SPLIT_Y)
+                            _ld2_g(gamma, beta, c, gv, bv, 0, NE, cols - c)
                         else:
                             _ld(gamma, c, gv, 0, NE)
                             if not RMS:
