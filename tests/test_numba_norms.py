@@ -1020,17 +1020,20 @@ def test_general_forward_pipeline(monkeypatch, op, wm, wn, hidden, cols, rows, d
 
 @needs_sim
 @pytest.mark.parametrize(
-    "op, wm, wn, hidden, cols, rows, dtype",
+    "kind, op, wm, wn, hidden, cols, rows, dtype",
     [
-        ("layernorm", 1, 2, 512, 500, 7, "bf16"),  # a partial last vector, held weights
-        ("layernorm", 2, 2, 2048, 1900, 9, "fp16"),  # 32 elements a thread: weights re-read
-        ("rmsnorm", 1, 4, 1024, 700, 5, "bf16"),  # warp 3 without columns
+        ("general", "layernorm", 1, 2, 512, 500, 7, "bf16"),  # a partial last vector
+        ("general", "layernorm", 2, 2, 2048, 1900, 9, "fp16"),  # 32 elements: weights re-read
+        ("general", "rmsnorm", 1, 4, 1024, 700, 5, "bf16"),  # warp 3 without columns
+        ("tuned", "layernorm", 1, 2, 1024, 1024, 5, "bf16"),  # 16 elements: held weights
+        ("tuned", "layernorm", 2, 1, 2048, 2048, 3, "fp16"),  # 32 elements: weights re-read
+        ("tuned", "rmsnorm", 1, 2, 1024, 1024, 5, "bf16"),  # tuned RMSNorm keeps the wide form
     ],
 )
-def test_general_forward_lean(monkeypatch, op, wm, wn, hidden, cols, rows, dtype):
+def test_forward_lean(monkeypatch, kind, op, wm, wn, hidden, cols, rows, dtype):
     """The forward's lean form (x kept as loaded, widened again for M2 and y) under a tight
-    register cap, against the reference and bit for bit against the wide form of the same shape
-    (the same arithmetic in the same order)."""
+    register cap, general kernels and tuned LayerNorm ones: against the reference and bit for
+    bit against the wide form of the same shape (the same arithmetic in the same order)."""
     from numba_norms.backends.numba import _norms
 
     dtypes = (dtype,) * 3
@@ -1038,49 +1041,20 @@ def test_general_forward_lean(monkeypatch, op, wm, wn, hidden, cols, rows, dtype
     x, g, b, _ = inputs(rows, cols, dtypes, cols + 11)
     outs = {}
     for ctas in (1, 2048 // (32 * wm * wn)):
-        cfg = registry.NormConfig.general_for(
-            key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured",
-            min_ctas_per_sm=ctas,
-        )  # fmt: skip
+        shape = {"warps_m": wm, "warps_n": wn, "origin": "measured", "min_ctas_per_sm": ctas}
+        if kind == "general":
+            cfg = registry.NormConfig.general_for(key, hidden, bytes_per_ldg=16, **shape)
+        else:
+            cfg = registry.NormConfig.tuned_for(key, hidden, ctas_per_row=1, **shape)
         monkeypatch.setattr(registry, "select_norm", lambda *a, c=cfg, **k: c)
         y, mu, rs, plan = run_forward(op, dtypes, x, g, b)
-        assert plan.spec.config is cfg and plan.row_iterations >= 2
+        assert plan.spec.config is cfg and plan.spec.general == (kind == "general")
+        assert plan.row_iterations >= 2 or kind == "tuned"
         check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
         outs[_norms._forward_lean(plan.spec)] = (y, mu, rs)
-    assert set(outs) == {False, True}, "one form each"
-    for wide, lean in zip(outs[False], outs[True], strict=True):
+    assert set(outs) == ({False} if (kind, op) == ("tuned", "rmsnorm") else {False, True})
+    for wide, lean in zip(outs[False], outs.get(True, ()), strict=False):
         if wide is not None:
-            np.testing.assert_array_equal(lean, wide)
-
-
-@needs_sim
-@pytest.mark.parametrize("op, wm, wn, hidden, rows, dtype", [
-    ("layernorm", 1, 2, 1024, 5, "bf16"),  # 16 elements a thread (held weights)
-    ("layernorm", 2, 1, 2048, 3, "fp16"),  # 32 elements a thread (weights re-read)
-    ("rmsnorm", 1, 2, 1024, 5, "bf16"),  # tuned RMSNorm keeps the wide form
-])  # fmt: skip
-def test_tuned_forward_lean(monkeypatch, op, wm, wn, hidden, rows, dtype):
-    """Tuned LayerNorm forwards past their cap take the lean form too (tuned RMSNorm does
-    not): against the reference, and bit for bit against the wide form of the same shape."""
-    from numba_norms.backends.numba import _norms
-
-    dtypes = (dtype,) * 3
-    key = registry.NormKey(f"{op}_fwd", *dtypes)
-    x, g, b, _ = inputs(rows, hidden, dtypes, hidden + 5)
-    outs = {}
-    for ctas in (1, 2048 // (32 * wm * wn)):
-        cfg = registry.NormConfig.tuned_for(
-            key, hidden, ctas_per_row=1, warps_m=wm, warps_n=wn, origin="measured",
-            min_ctas_per_sm=ctas,
-        )  # fmt: skip
-        monkeypatch.setattr(registry, "select_norm", lambda *a, c=cfg, **k: c)
-        y, mu, rs, plan = run_forward(op, dtypes, x, g, b)
-        assert plan.spec.config is cfg and not plan.spec.general
-        check_forward(op, dtypes, x, g, b, y, mu, rs, eps=1e-5, zero_centered=False)
-        outs[_norms._forward_lean(plan.spec)] = (y, mu, rs)
-    assert set(outs) == ({False} if op == "rmsnorm" else {False, True})
-    if op == "layernorm":
-        for wide, lean in zip(outs[False], outs[True], strict=True):
             np.testing.assert_array_equal(lean, wide)
 
 
