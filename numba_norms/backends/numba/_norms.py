@@ -520,6 +520,26 @@ else:
                             with o2:
                                 none(j)
 
+    def _checked_moves(builder, emit, kind, pairs, count, avail, zero_fill: bool):
+        """``emit`` of ``count`` elements between each (storage, float) pointer pair of
+        ``pairs``, all under one bounds check: elements ``j >= avail`` are not moved (with
+        ``zero_fill`` their floats become 0)."""
+
+        def full():
+            for g, a in pairs:
+                emit(builder, kind, g, a, count)
+
+        def one(j):
+            for g, a in pairs:
+                at = [_c64(j)]
+                emit(builder, kind, builder.gep(g, at), builder.gep(a, at), 1)
+
+        def none(j):
+            for _, a in pairs:
+                builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(a, [_c64(j)]))
+
+        _guarded(builder, count, avail, full, one, none if zero_fill else None)
+
     def _access_pair(emit, zero_fill: bool):
         """(plain, bounds-checked) vector-access intrinsics ``f(ptr, idx, arr, off, n[, avail])``
         between ``ptr[idx:idx+n]`` (global storage) and ``arr[off:off+n]`` (local float32);
@@ -545,18 +565,9 @@ else:
             count = n.literal_value
 
             def codegen(context, builder, sig, args):
-                g, a = _operands(context, builder, sig, args)
-                kind = _kind(sig.args[0])
+                pair = _operands(context, builder, sig, args)
                 av = context.cast(builder, args[5], sig.args[5], types.int64)
-
-                def one(j):
-                    emit(builder, kind, builder.gep(g, [_c64(j)]), builder.gep(a, [_c64(j)]), 1)
-
-                def none(j):
-                    builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(a, [_c64(j)]))
-
-                full = lambda: emit(builder, kind, g, a, count)  # noqa: E731
-                _guarded(builder, count, av, full, one, none if zero_fill else None)
+                _checked_moves(builder, emit, _kind(sig.args[0]), [pair], count, av, zero_fill)
                 return context.get_dummy_value()
 
             return types.void(ptr, idx, arr, off, n, avail), codegen
@@ -586,23 +597,9 @@ else:
                 data = context.make_array(sig.args[3 + i])(context, builder, args[3 + i]).data
                 return builder.gep(args[i], [idx]), builder.gep(data, [off])
 
-            (g, a), (g2, a2) = operands(0), operands(1)
             av = context.cast(builder, args[7], sig.args[7], types.int64)
-
-            def full():
-                _emit_load(builder, kind, g, a, count)
-                _emit_load(builder, kind, g2, a2, count)
-
-            def one(j):
-                for gp, ap in ((g, a), (g2, a2)):
-                    at = [_c64(j)]
-                    _emit_load(builder, kind, builder.gep(gp, at), builder.gep(ap, at), 1)
-
-            def none(j):
-                for ap in (a, a2):
-                    builder.store(ir.Constant(_LL_F32, 0.0), builder.gep(ap, [_c64(j)]))
-
-            _guarded(builder, count, av, full, one, none)
+            pairs = [operands(0), operands(1)]
+            _checked_moves(builder, _emit_load, kind, pairs, count, av, zero_fill=True)
             return context.get_dummy_value()
 
         return types.void(src, src2, idx, dst, dst2, off, n, avail), codegen
