@@ -492,11 +492,13 @@ else:
             raise TypeError(f"vector access goes to / from float32 arrays, got {arr.dtype}")
         return True
 
-    def _operands(context, builder, sig, args):
-        """(storage pointer at idx, float pointer at off) of an access intrinsic."""
-        g = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], types.int64)])
-        data = context.make_array(sig.args[2])(context, builder, args[2]).data
-        a = builder.gep(data, [context.cast(builder, args[3], sig.args[3], types.int64)])
+    def _operands(context, builder, sig, args, at=(0, 1, 2, 3)):
+        """(storage pointer at idx, float pointer at off) of an access intrinsic whose
+        (pointer, idx, array, off) arguments are at positions ``at``."""
+        p, i, r, o = at
+        g = builder.gep(args[p], [context.cast(builder, args[i], sig.args[i], types.int64)])
+        data = context.make_array(sig.args[r])(context, builder, args[r]).data
+        a = builder.gep(data, [context.cast(builder, args[o], sig.args[o], types.int64)])
         return g, a
 
     def _guarded(builder, count, avail, full, one, none=None):
@@ -589,16 +591,12 @@ else:
         count = n.literal_value
 
         def codegen(context, builder, sig, args):
-            kind = _kind(sig.args[0])
-            idx = context.cast(builder, args[2], sig.args[2], types.int64)
-            off = context.cast(builder, args[5], sig.args[5], types.int64)
-
-            def operands(i):  # (storage pointer, float pointer) of array i (0: src, 1: src2)
-                data = context.make_array(sig.args[3 + i])(context, builder, args[3 + i]).data
-                return builder.gep(args[i], [idx]), builder.gep(data, [off])
-
+            pairs = [
+                _operands(context, builder, sig, args, at=(0, 2, 3, 5)),  # src -> dst
+                _operands(context, builder, sig, args, at=(1, 2, 4, 5)),  # src2 -> dst2
+            ]
             av = context.cast(builder, args[7], sig.args[7], types.int64)
-            pairs = [operands(0), operands(1)]
+            kind = _kind(sig.args[0])
             _checked_moves(builder, _emit_load, kind, pairs, count, av, zero_fill=True)
             return context.get_dummy_value()
 
@@ -1047,6 +1045,13 @@ def _dependent_launch(cc: tuple[int, int] | None) -> bool:
     return cc is not None and cc >= DEPENDENT_LAUNCH_CC
 
 
+def _forward_held(spec: NormSpec) -> tuple[int, int]:
+    """(x elements, fp32 weights) a forward thread holds: slices of 32+ elements hold no
+    weights (they re-read them, see _forward_form)."""
+    nv = spec.num_elts * spec.ldgs
+    return nv, 0 if nv >= 32 else nv * (1 if spec.config.is_rms else 2)
+
+
 def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
     """(re-read weights, software pipeline) of the forward kernel.
 
@@ -1057,9 +1062,8 @@ def _forward_form(spec: NormSpec) -> tuple[bool, bool]:
     addresses and sums; in general kernels only where a vector is whole 32-bit words.
     """
     cfg = spec.config
-    nv = spec.num_elts * spec.ldgs
-    reread = nv >= 32
-    weights = 0 if reread else nv * (1 if cfg.is_rms else 2)
+    nv, weights = _forward_held(spec)
+    reread = weights == 0
     held = nv + weights + _words_per(cfg.input, nv, False) + 32
     words = spec.num_elts * registry.itemsize(cfg.input) % 4 == 0
     prefetch = cfg.prefetch and words and held <= _register_cap(spec)
@@ -1082,9 +1086,8 @@ def _forward_lean(spec: NormSpec) -> bool:
     thread) 1.09x; rmsnorm_fwd bf16 / fp16 32768 0.98x, 8192 / 12288 / 65536 1.00x.
     """
     cfg = spec.config
-    nv = spec.num_elts * spec.ldgs
-    reread, prefetch = _forward_form(spec)
-    weights = 0 if reread else nv * (1 if cfg.is_rms else 2)
+    nv, weights = _forward_held(spec)
+    _reread, prefetch = _forward_form(spec)
     size = registry.itemsize(cfg.input)
     packed = size < 4 and spec.num_elts * size % 4 == 0
     fits = nv + weights + 32 <= _register_cap(spec)
@@ -1167,6 +1170,15 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 _ldw_g(x, row * x_stride + c, xw, it * XW, NE, cols - c)
             else:
                 _ldw(x, row * x_stride + c, xw, it * XW, NE)
+
+    @_device
+    def x_vector(x, xw, xs, it):
+        """Offset in xs of vector ``it`` of the row; the lean form first widens it from the
+        row's words into xs[:NE]."""
+        if LEAN:
+            _unpk(x, xw, it * XW, xs, 0, NE)
+            return 0
+        return it * NE
 
     @_device
     def y_vector(gamma, beta, c, cols, it, xs, gs, bs, gv, bv, gadd, mean, rs):
@@ -1308,9 +1320,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                         _ld(x, xoff + c, xs, it * NE, NE)
             s = _ZERO
             for it in range(LDGS):
-                xo = 0 if LEAN else it * NE  # vector it in xs
-                if LEAN:
-                    _unpk(x, xw, it * XW, xs, 0, NE)
+                xo = x_vector(x, xw, xs, it)
                 for k in range(NE):
                     if RMS:
                         s += xs[xo + k] * xs[xo + k]
@@ -1348,9 +1358,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 if LEAN:  # M2 widens the words again: not the sum's fp32 values, kept alive
                     _opq_w(xw, NXW)
                 for it in range(LDGS):
-                    xo = 0 if LEAN else it * NE
-                    if LEAN:
-                        _unpk(x, xw, it * XW, xs, 0, NE)
+                    xo = x_vector(x, xw, xs, it)
                     for k in range(NE):
                         dv = xs[xo + k] - m
                         if GENERAL:
@@ -1414,9 +1422,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 ycol = _opq_i(col0) if LEAN else col0
                 for it in range(LDGS):
                     c = ycol + it * step
-                    xo = 0 if LEAN else it * NE
-                    if LEAN:
-                        _unpk(x, xw, it * XW, xs, 0, NE)
+                    xo = x_vector(x, xw, xs, it)
                     # (y_vector's body written out: this is the code run 25 timed and tested)
                     if WREREAD and not SPLIT_Y:  # this vector's weights, from L1
                         if GENERAL and RMS:
