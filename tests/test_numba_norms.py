@@ -770,6 +770,11 @@ def test_ptx_wide_vector_band_entries(op, at, last, dtype):
     assert "cudaCG" not in ptx  # no row barrier
     if cfg.min_ctas_per_sm > 1:
         assert f".minnctapersm {cfg.min_ctas_per_sm}" in ptx
+    if op == "layernorm_fwd":
+        # Chan's merge over the row's warps unrolled: each warp's mean, M2, count and ratio
+        # read from shared memory in straight-line code (a branch per warp and signed slot
+        # indices left it a loop at 16 warps: 16 loads)
+        assert ptx_count(ptx, r"ld\.shared\.f32") >= 4 * cfg.warps_n
 
 
 @needs_compiler
