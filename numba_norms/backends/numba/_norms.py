@@ -505,8 +505,9 @@ else:
         a = builder.gep(data, [context.cast(builder, args[o], sig.args[o], types.int64)])
         return g, a
 
-    def _guarded(builder, count, avail, full, one, none=None):
-        """``full()`` when all ``count`` elements are available, else ``one(j)`` per j < avail.
+    def _guarded(builder, count, avail, full, one, none=None, first=None):
+        """``full()`` when all ``count`` elements are available, else ``first()`` (if given)
+        and ``one(j)`` per j < avail (``none(j)`` for the others, if given).
 
         ``avail`` (columns left in the row, which fits int32) is compared in 32 bits: a 64-bit
         compare is two ISETP, and general kernels check every vector of x, the weights and y.
@@ -521,6 +522,8 @@ else:
             with then:
                 full()
             with otherwise:
+                if first is not None:
+                    first()
                 for j in range(count):
                     inside = builder.icmp_signed(">", avail, _c32(j))
                     if none is None:
@@ -674,34 +677,31 @@ else:
         whole = _ldw_codegen(count, True)
 
         def codegen(context, builder, sig, args):
-            kind = _kind(sig.args[0])
-            esize = 4 if kind == "fp32" else 2
+            esize = 4 if _kind(sig.args[0]) == "fp32" else 2
+            ety = ir.IntType(8 * esize)
+            g = w = None  # (addresses made in the partial-vector branch, where they are used)
+
+            def zero():  # the words of a partial vector, before its elements are or-ed in
+                nonlocal g, w
+                g = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], I64)])
+                w = _arr_at(context, builder, sig.args[2], args[2], args[3], sig.args[3])
+                for k in range(count * esize // 4):
+                    builder.store(_c32(0), builder.gep(w, [_c64(k)]))
+
+            def one(j):
+                ptr = builder.bitcast(builder.gep(g, [_c64(j)]), ety.as_pointer())
+                val = builder.load(ptr, align=esize)
+                val.set_metadata("invariant.load", builder.module.add_metadata([]))
+                bits = builder.zext(val, _LL_I32) if esize == 2 else val
+                if esize == 2 and j % 2:
+                    bits = builder.shl(bits, _c32(16))
+                wp = builder.gep(w, [_c64(j * esize // 4)])
+                builder.store(builder.or_(builder.load(wp), bits), wp)
+
             av = context.cast(builder, args[5], sig.args[5], types.int64)
-            av = builder.trunc(av, _LL_I32)  # 32-bit compares, as _guarded
-            with builder.if_else(builder.icmp_signed(">=", av, _c32(count)), likely=True) as (
-                then,
-                otherwise,
-            ):
-                with then:
-                    whole(context, builder, sig, args)
-                with otherwise:
-                    g = builder.gep(
-                        args[0], [context.cast(builder, args[1], sig.args[1], types.int64)]
-                    )
-                    w = _arr_at(context, builder, sig.args[2], args[2], args[3], sig.args[3])
-                    for k in range(count * esize // 4):
-                        builder.store(_c32(0), builder.gep(w, [_c64(k)]))
-                    ety = ir.IntType(8 * esize)
-                    for j in range(count):
-                        with builder.if_then(builder.icmp_signed(">", av, _c32(j))):
-                            ptr = builder.bitcast(builder.gep(g, [_c64(j)]), ety.as_pointer())
-                            val = builder.load(ptr, align=esize)
-                            val.set_metadata("invariant.load", builder.module.add_metadata([]))
-                            bits = builder.zext(val, _LL_I32) if esize == 2 else val
-                            if esize == 2 and j % 2:
-                                bits = builder.shl(bits, _c32(16))
-                            wp = builder.gep(w, [_c64(j * esize // 4)])
-                            builder.store(builder.or_(builder.load(wp), bits), wp)
+            _guarded(
+                builder, count, av, lambda: whole(context, builder, sig, args), one, first=zero
+            )
             return context.get_dummy_value()
 
         return types.void(src, idx, words, woff, n, avail), codegen
