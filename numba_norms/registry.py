@@ -867,20 +867,26 @@ _WIDE_VECTOR_GENERAL = {
     # Numba: the fastest one-CTA shapes of an H100 sweep (session 47, `tune_norms.py --backend
     # numba --general`, bf16 and fp16 at 4104 / 8200 / 18944) against TE's uncapped entry:
     # 1.49-2.65x / 2.05-3.17x / 1.55-2.59x. layernorm_bwd at 18944: TE's entry under
-    # _CAPPED_GENERAL_NUMBA's cap ran 1.25x over 1 x 16, so its bands end at 10240. The
+    # _CAPPED_GENERAL_NUMBA's cap ran 1.25x over 1 x 16 then (wide kernels; see below). The
     # forwards' pipeline (general kernels from session 48; H100 sweep, bf16, the same shapes
     # with / without it): layernorm_fwd 8200 253 / 434 us, 18944 1.6x; rmsnorm_fwd 8200 1 x 8 at
     # 1 CTA an SM with it 202 us against 273 for 3 CTAs without. rmsnorm_fwd to 20480: 1 x 16
     # with the pipeline (NVRTC's shape), not the sweep's 1 x 32 without (it holds no next row
     # under its cap): H100 A/B, session 52, bf16 / fp16 1.75x at 10248, 1.65x at 12296, 1.07x
-    # at 18944.
+    # at 18944. Session 53 (H100): rmsnorm_fwd to 5120 at 8 CTAs an SM (64 registers; a sweep
+    # at 4104: 104 us with or without the pipeline, which does not fit there; 1 x 4 at 6 CTAs
+    # 120 us; A/B bf16 / fp16 1.22x at 2056, 1.16x at 4104, 1.14x at 5112); layernorm_bwd to
+    # 20480 in 1 x 16 once the general backward took the lean form (sweep at 12296: 1.83x TE's
+    # 4-CTA entry; A/B 1.75-2.38x at 12296-20472 against the wide kernel on TE's entry).
     "numba": {
-        "rmsnorm_fwd": ((5120, 1, 4, 6, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
+        "rmsnorm_fwd": ((5120, 1, 4, 8, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
         "layernorm_fwd": (
             (5120, 4, 4, 2, False), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
         ),
         "rmsnorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False), (20480, 1, 16, 1, False)),
-        "layernorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False)),
+        "layernorm_bwd": (
+            (5120, 2, 8, 1, False), (10240, 1, 16, 1, False), (20480, 1, 16, 1, False),
+        ),
     },
 }  # fmt: skip
 

@@ -781,6 +781,11 @@ def test_ptx_wide_vector_band_entries(op, at, last, dtype):
         from numba_norms.backends.numba import _norms
 
         assert _norms._forward_form(spec)[1] == cfg.prefetch
+    else:
+        # 16-bit general backwards take the lean form (H100, session 53: 1.3-2.1x the wide one)
+        from numba_norms.backends.numba import _norms
+
+        assert _norms._backward_lean(spec, spec.num_elts * spec.ldgs >= 32)
 
 
 @needs_compiler
@@ -924,9 +929,10 @@ def test_ptx_vector_general_kernels(op):
     ],
 )
 def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind, add):
-    """The software pipeline (next row loaded before this row's reductions: kept as loaded in
-    tuned kernels, widened in general ones) over several row trips with a partial last one, on
-    a slice long enough (32 elements) to re-read gamma."""
+    """The software pipeline (next row loaded before this row's reductions, kept as loaded; a
+    general fp32 row's words past the row end as 0) over several row trips with a partial last
+    one, on a slice long enough (32 elements) to re-read gamma. (The general bf16 kernel takes
+    the lean form instead, which does not pipeline.)"""
     weight, inp, out = dtypes
     key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
     if kind == "tuned":
@@ -949,6 +955,42 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
     )
     assert plan.spec.config.prefetch and plan.spec.ldgs * plan.spec.num_elts == 32
     assert plan.row_iterations >= 3
+    check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
+
+
+@needs_sim
+@pytest.mark.parametrize(
+    "op, dtype, wm, wn, hidden, cols, rows, add",
+    [
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False),  # warp 1 has 44 columns, a vector of 4
+        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True),  # warps 1-3 without columns
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False),  # 32 elements: gamma re-read
+        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False),  # one row: a partial vector of 3
+    ],
+)
+def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add):
+    """General 16-bit backwards take the lean form (x and dy kept as loaded, the columns past
+    the row end as 0 bits, read again with bounds checks for dx): partial and empty warps,
+    partial vectors, several row trips, the fused add; fp32 rows keep the wide form."""
+    from numba_norms.backends.numba import _norms
+
+    dtypes = (dtype,) * 3
+    key = registry.NormKey(f"{op}_bwd", *dtypes, add)
+    cfg = registry.NormConfig.general_for(
+        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured"
+    )
+    x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)
+    add_in = rounded(np.random.default_rng(5).standard_normal((rows, cols)), dtype) if add else None
+    _, mu, rs, _ = run_forward(op, dtypes, x, g, b, zero_centered=True)
+    monkeypatch.setattr(registry, "select_norm", lambda *a, **k: cfg)
+    dx, dg, db, plan = run_backward(op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True)
+    spec = plan.spec
+    assert spec.config is cfg and spec.general
+    reread = spec.num_elts * spec.ldgs >= 32
+    assert _norms._backward_lean(spec, reread)
+    fp32 = dataclasses.replace(spec, config=dataclasses.replace(cfg, input="fp32", output="fp32"))
+    assert not _norms._backward_lean(fp32, reread)
+    assert rows == 1 or plan.row_iterations >= 2
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
 
 

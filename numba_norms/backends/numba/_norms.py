@@ -221,7 +221,7 @@ if _SIM:
         _ld(src, idx, words, woff, n)
 
     _ldw_again = _ldw
-    _ldw_g = _ld_g
+    _ldw_g = _ldw_again_g = _ld_g
 
     def _unpk(src, words, woff, dst, off, n):
         for j in range(n):
@@ -667,44 +667,52 @@ else:
     _ldw = _load_words(True)
     _ldw_again = _load_words(False)  # a second read of the same words (not merged with the first)
 
-    @intrinsic
-    def _ldw_g(typingctx, src, idx, words, woff, n, avail):
-        """_ldw of the elements j < avail of src[idx:idx+n], the others 0 bits (0.0 once
-        unpacked): whole vectors where all are available, else one element at a time."""
-        if not _word_arrays(src, words, n, types.uint32):
-            return None
-        count = n.literal_value
-        whole = _ldw_codegen(count, True)
+    def _load_words_g(invariant: bool):
+        @intrinsic
+        def ldw_g(typingctx, src, idx, words, woff, n, avail):
+            """_ldw of the elements j < avail of src[idx:idx+n], the others 0 bits (0.0 once
+            unpacked): whole vectors where all are available, else one element at a time."""
+            if not _word_arrays(src, words, n, types.uint32):
+                return None
+            count = n.literal_value
+            whole = _ldw_codegen(count, invariant)
 
-        def codegen(context, builder, sig, args):
-            esize = 4 if _kind(sig.args[0]) == "fp32" else 2
-            ety = ir.IntType(8 * esize)
-            g = w = None  # (addresses made in the partial-vector branch, where they are used)
+            def codegen(context, builder, sig, args):
+                esize = 4 if _kind(sig.args[0]) == "fp32" else 2
+                ety = ir.IntType(8 * esize)
+                g = w = None  # (addresses made in the partial-vector branch, where they are used)
 
-            def zero():  # the words of a partial vector, before its elements are or-ed in
-                nonlocal g, w
-                g = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], I64)])
-                w = _arr_at(context, builder, sig.args[2], args[2], args[3], sig.args[3])
-                for k in range(count * esize // 4):
-                    builder.store(_c32(0), builder.gep(w, [_c64(k)]))
+                def zero():  # the words of a partial vector, before its elements are or-ed in
+                    nonlocal g, w
+                    g = builder.gep(args[0], [context.cast(builder, args[1], sig.args[1], I64)])
+                    w = _arr_at(context, builder, sig.args[2], args[2], args[3], sig.args[3])
+                    for k in range(count * esize // 4):
+                        builder.store(_c32(0), builder.gep(w, [_c64(k)]))
 
-            def one(j):
-                ptr = builder.bitcast(builder.gep(g, [_c64(j)]), ety.as_pointer())
-                val = builder.load(ptr, align=esize)
-                val.set_metadata("invariant.load", builder.module.add_metadata([]))
-                bits = builder.zext(val, _LL_I32) if esize == 2 else val
-                if esize == 2 and j % 2:
-                    bits = builder.shl(bits, _c32(16))
-                wp = builder.gep(w, [_c64(j * esize // 4)])
-                builder.store(builder.or_(builder.load(wp), bits), wp)
+                def one(j):
+                    ptr = builder.bitcast(builder.gep(g, [_c64(j)]), ety.as_pointer())
+                    val = builder.load(ptr, align=esize)
+                    if invariant:
+                        val.set_metadata("invariant.load", builder.module.add_metadata([]))
+                    bits = builder.zext(val, _LL_I32) if esize == 2 else val
+                    if esize == 2 and j % 2:
+                        bits = builder.shl(bits, _c32(16))
+                    wp = builder.gep(w, [_c64(j * esize // 4)])
+                    builder.store(builder.or_(builder.load(wp), bits), wp)
 
-            av = context.cast(builder, args[5], sig.args[5], types.int64)
-            _guarded(
-                builder, count, av, lambda: whole(context, builder, sig, args), one, first=zero
-            )
-            return context.get_dummy_value()
+                av = context.cast(builder, args[5], sig.args[5], types.int64)
+                _guarded(
+                    builder, count, av, lambda: whole(context, builder, sig, args), one,
+                    first=zero,
+                )  # fmt: skip
+                return context.get_dummy_value()
 
-        return types.void(src, idx, words, woff, n, avail), codegen
+            return types.void(src, idx, words, woff, n, avail), codegen
+
+        return ldw_g
+
+    _ldw_g = _load_words_g(True)
+    _ldw_again_g = _load_words_g(False)  # (the lean backward's second read of a general row)
 
     @intrinsic
     def _unpk(typingctx, src, words, woff, dst, off, n):
@@ -1534,13 +1542,36 @@ def _backward_lean(spec: NormSpec, reread: bool) -> bool:
     (fitted to ptxas through nvJitLink, bf16: the wide form spilled 60 B at layernorm_bwd 12288
     (24 elements a thread, cap 128), 332 B at 16384 (32) and 136 B at rmsnorm_bwd 16384 (64,
     cap 248); it fit at 16 elements with cap 128 and at rmsnorm_bwd 12288 (24, cap 128)).
+
+    General kernels of 16-bit x and dy take it whenever their vectors are whole words: their
+    bounds checks cost registers the count above leaves out (the wide form spilled 28-144 B at
+    4104-12296, bf16, where the count said it fit), and the words past the row end read as 0,
+    which adds nothing to the sums. H100, session 53 (same run, two rounds), lean against wide,
+    bf16 / fp16: layernorm_bwd 1.47-1.54x at 4104 / 8200, 1.31-1.36x at 12296 / 18944 (TE's
+    4-CTA entry); rmsnorm_bwd 1.42-1.44x at 4104-12296, 2.05x at 18944. fp32 rows keep the
+    wide form: lean ran 0.83-0.86x there.
     """
-    if spec.general or spec.num_elts == 1:
+    if not _backward_packs(spec):
         return False
+    cfg = spec.config
+    if spec.general:
+        return all(registry.itemsize(d) < 4 for d in (cfg.input, cfg.output))
     nv = spec.num_elts * spec.ldgs
     sums = nv if spec.config.is_rms else 2 * nv
     wide = 2 * nv + sums + (0 if reread else nv) + 32 + max(0, nv - 32)
     return wide > _register_cap(spec)
+
+
+def _backward_packs(spec: NormSpec) -> bool:
+    """Whether a vector of x and one of dy are whole 32-bit words (the lean form's rows and
+    the pipeline's packed next row): tuned slices of more than one element, general ones of
+    16-byte vectors."""
+    cfg = spec.config
+    if spec.num_elts == 1:
+        return False
+    if not spec.general:
+        return True
+    return all(spec.num_elts * registry.itemsize(d) % 4 == 0 for d in (cfg.input, cfg.output))
 
 
 def _words_per(dtype: str, elements: int, sim: bool) -> int:
@@ -1565,10 +1596,10 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
         return False
     nv = spec.num_elts * spec.ldgs
     held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
-    if spec.general:
-        nxt = 2 * nv
-    else:
+    if _backward_packs(spec):
         nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
+    else:
+        nxt = 2 * nv
     return held + nxt + 32 <= _register_cap(spec)
 
 
@@ -1597,7 +1628,7 @@ def _backward_kernel(
     REREAD = NV >= 32
     LEAN = _backward_lean(spec, REREAD)
     PREFETCH = not LEAN and _backward_prefetch(spec, REREAD)
-    PACKED_NEXT = PREFETCH and not GENERAL  # the next row kept as loaded (words)
+    PACKED_NEXT = PREFETCH and _backward_packs(spec)  # the next row kept as loaded (words)
     # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
     DW = _words_per(cfg.output, NE, _SIM)
@@ -1627,12 +1658,17 @@ def _backward_kernel(
                 _ld(dy, row * dy_stride + c, dys, it * NE, NE)
 
     @_device
-    def load_words(x, dy, row, x_stride, dy_stride, col0, step, xw, dyw):
-        """x and dy of ``row`` (this thread's slice) into xw and dyw as loaded (packed)."""
+    def load_words(x, dy, row, x_stride, dy_stride, col0, step, cols, xw, dyw):
+        """x and dy of ``row`` (this thread's slice) into xw and dyw as loaded (packed);
+        columns past the row end as 0 bits."""
         for it in range(LDGS):
             c = col0 + it * step
-            _ldw(x, row * x_stride + c, xw, it * XW, NE)
-            _ldw(dy, row * dy_stride + c, dyw, it * DW, NE)
+            if GENERAL:
+                _ldw_g(x, row * x_stride + c, xw, it * XW, NE, cols - c)
+                _ldw_g(dy, row * dy_stride + c, dyw, it * DW, NE, cols - c)
+            else:
+                _ldw(x, row * x_stride + c, xw, it * XW, NE)
+                _ldw(dy, row * dy_stride + c, dyw, it * DW, NE)
 
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
@@ -1717,7 +1753,7 @@ def _backward_kernel(
             else:
                 lrow = min(row, rows - 1)
                 if LEAN:
-                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xw, dyw)
+                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xw, dyw)
                 else:
                     load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
                 r = rsigma[lrow]
@@ -1758,7 +1794,7 @@ def _backward_kernel(
             if PREFETCH and t + 1 < trips:
                 lrow = min(((t + 1) * ngroups + group) * WM + warp_m, rows - 1)
                 if PACKED_NEXT:
-                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, xwn, dywn)
+                    load_words(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xwn, dywn)
                 else:
                     load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xn, dyn)
                 rnext = rsigma[lrow]
@@ -1802,12 +1838,21 @@ def _backward_kernel(
                 addoff = row * add_stride
                 for it in range(LDGS):
                     c = col0 + it * step
-                    if REREAD:
-                        _ld(gamma, gcol + it * step, gv, 0, NE)
-                    _ldw_again(x, row * x_stride + gcol + it * step, xw2, 0, NE)
-                    _ldw_again(dy, row * dy_stride + gcol + it * step, dyw2, 0, NE)
-                    if ADD:
-                        _ld(add, addoff + c, at, 0, NE)
+                    gc = gcol + it * step
+                    if GENERAL:
+                        if REREAD:
+                            _ld_g(gamma, gc, gv, 0, NE, cols - c)
+                        _ldw_again_g(x, row * x_stride + gc, xw2, 0, NE, cols - c)
+                        _ldw_again_g(dy, row * dy_stride + gc, dyw2, 0, NE, cols - c)
+                        if ADD:
+                            _ld_g(add, addoff + c, at, 0, NE, cols - c)
+                    else:
+                        if REREAD:
+                            _ld(gamma, gc, gv, 0, NE)
+                        _ldw_again(x, row * x_stride + gc, xw2, 0, NE)
+                        _ldw_again(dy, row * dy_stride + gc, dyw2, 0, NE)
+                        if ADD:
+                            _ld(add, addoff + c, at, 0, NE)
                     _unpk(x, xw2, 0, xt, 0, NE)
                     _unpk(dy, dyw2, 0, dt, 0, NE)
                     for k in range(NE):
@@ -1822,7 +1867,10 @@ def _backward_kernel(
                         if ADD:
                             v += at[k]
                         xt[k] = v
-                    _st(dx, dxoff + c, xt, 0, NE)
+                    if GENERAL:
+                        _st_g(dx, dxoff + c, xt, 0, NE, cols - c)
+                    else:
+                        _st(dx, dxoff + c, xt, 0, NE)
             elif valid:
                 dxoff = row * dx_stride
                 addoff = row * add_stride
