@@ -844,9 +844,13 @@ _VECTOR_GENERAL = {
 # NVRTC's are the fastest one-CTA shapes of a sweep at 4104 / 8200 / 18944 bf16 columns (H200,
 # run 150, `tune_norms.py --general`), against TE's general entries (4 warps a CTA, several
 # CTAs a row from 8193 columns): 1.41-2.17x / 1.68-2.53x / 1.43-2.02x; layernorm_bwd at 18944
-# 1.06x (not kept: None). Each band ends where its shape holds the 40 elements a thread it was
+# 1.06x (not kept then). Each band ends where its shape holds the 40 elements a thread it was
 # measured with; past 20480 TE's entries serve (at 37376 TE's several-CTA shapes,
-# register-capped, were the fastest), with the caps of _CAPPED_GENERAL. The forwards' last
+# register-capped, were the fastest), with the caps of _CAPPED_GENERAL. layernorm_bwd from
+# 10248: 1 x 16 to 16384 (32 elements a thread), TE's capped entry past it (H100, session 53:
+# sweep at 12296 1.59x TE's uncapped entry; A/B bf16 / fp16 against it 1.38-1.59x at 10248-
+# 20472; the capped entry from 10248 instead ran 0.96-0.98x the band at 10248-14344, 1.02x at
+# 16376). The forwards' last
 # bands (to 24576 / 28672: 6 / 7 vectors a thread on 16 warps) are an H100 sweep's (session
 # 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's entry layernorm_fwd 1.57
 # / 1.82x (the pipeline lost at 22784: 1.30x, won at 26368; without it 1.67x), rmsnorm_fwd
@@ -862,7 +866,7 @@ _WIDE_VECTOR_GENERAL = {
             (24576, 1, 16, 1, False), (28672, 1, 16, 1, True),
         ),
         "rmsnorm_bwd": ((5120, 1, 4, 3, True), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
-        "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (20480, None)),
+        "layernorm_bwd": ((5120, 1, 4, 1, True), (10240, 1, 8, 1, True), (16384, 1, 16, 1, False)),
     },
     # Numba: the fastest one-CTA shapes of an H100 sweep (session 47, `tune_norms.py --backend
     # numba --general`, bf16 and fp16 at 4104 / 8200 / 18944) against TE's uncapped entry:
@@ -877,15 +881,21 @@ _WIDE_VECTOR_GENERAL = {
     # at 4104: 104 us with or without the pipeline, which does not fit there; 1 x 4 at 6 CTAs
     # 120 us; A/B bf16 / fp16 1.22x at 2056, 1.16x at 4104, 1.14x at 5112); layernorm_bwd to
     # 20480 in 1 x 16 once the general backward took the lean form (sweep at 12296: 1.83x TE's
-    # 4-CTA entry; A/B 1.75-2.38x at 12296-20472 against the wide kernel on TE's entry).
+    # 4-CTA entry; A/B 1.75-2.38x at 12296-20472 against the wide kernel on TE's entry). The
+    # lean backwards' sweeps at 4104 / 8200 (bf16) and A/Bs (bf16 / fp16, two rounds):
+    # rmsnorm_bwd 1 x 4 at 2 CTAs an SM to 5120 (1.30-1.32x at 2056, 1.04-1.05x at 4104, 1.01x
+    # at 5112) and 2 x 8 to 10240 (1.08-1.09x at 6152, 1.06-1.09x at 8200, 1.01x at 10232)
+    # against 2 x 8 / 1 x 16; layernorm_bwd 1 x 4 at 2 CTAs ran 1.34x at 2056, 0.99-1.00x at
+    # 3080 and 0.81-0.84x at 4104 / 5112 against 2 x 8: its own band to 3072.
     "numba": {
         "rmsnorm_fwd": ((5120, 1, 4, 8, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
         "layernorm_fwd": (
             (5120, 4, 4, 2, False), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
         ),
-        "rmsnorm_bwd": ((5120, 2, 8, 1, False), (10240, 1, 16, 1, False), (20480, 1, 16, 1, False)),
+        "rmsnorm_bwd": ((5120, 1, 4, 2, False), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
         "layernorm_bwd": (
-            (5120, 2, 8, 1, False), (10240, 1, 16, 1, False), (20480, 1, 16, 1, False),
+            (3072, 1, 4, 2, False), (5120, 2, 8, 1, False), (10240, 1, 16, 1, False),
+            (20480, 1, 16, 1, False),
         ),
     },
 }  # fmt: skip

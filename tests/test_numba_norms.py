@@ -15,6 +15,7 @@ The helpers here are shared with ``tests/gpu/test_numba_norms_gpu.py``.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
 import time
 
@@ -739,12 +740,12 @@ def test_ptx_tuned_layernorm_lean():
     assert ".local" not in ptx and "ld.global.nc.v4.u32" in ptx
 
 
-# a length in each of the Numba bands of registry._WIDE_VECTOR_GENERAL and the band's last
-# untiled length (a thread holds the most vectors there)
+# the first and the last untiled length (8 x odd) of each of the Numba bands of
+# registry._WIDE_VECTOR_GENERAL (a thread holds the most vectors at the last)
 _BANDS = [
-    (op, at, upto - 8)
+    (op, lo + 8, upto - 8)
     for op, bands in registry._WIDE_VECTOR_GENERAL["numba"].items()
-    for (upto, *shape), at in zip(bands, (4104, 8200, 18944))
+    for lo, (upto, *shape) in zip((registry._VECTOR_GENERAL_COLS[1], *(b[0] for b in bands)), bands)
     if shape[0] is not None
 ]
 
@@ -759,9 +760,11 @@ def test_ptx_wide_vector_band_entries(op, at, last, dtype):
     for layernorm_fwd's 4 x 4 warps at 2 CTAs an SM, the sweep's fastest all the same.) fp16
     too: its conversions make loop bodies bigger, and NVVM left one rolled (session 50)."""
     key = registry.NormKey(op, dtype, dtype, dtype)
-    cfg = registry.select_norm(key, at, 16384, 16, backend="numba")
+    first = registry.select_norm(key, at, 16384, 16, backend="numba")
+    cfg = registry.select_norm(key, last, 16384, 16, backend="numba")
     assert (cfg.kind, cfg.origin) == ("general", "measured")
-    assert cfg == registry.select_norm(key, last, 16384, 16, backend="numba")  # one band
+    shape = operator.attrgetter("warps_m", "warps_n", "min_ctas_per_sm", "prefetch", "origin")
+    assert shape(first) == shape(cfg)  # one band (its hidden size follows the row)
     spec = planner.norm_spec(cfg, last, cfg.num_elts, planner.DeviceLimits(sm_count=132))
     assert spec.ctas_per_row == 1
     ptx = compile_ptx(spec)

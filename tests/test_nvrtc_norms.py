@@ -132,13 +132,16 @@ def _vector_specs() -> list[NormSpec]:
     wide = registry._WIDE_VECTOR_GENERAL["nvrtc"]
     out = []
     for key in keys:
-        # 1000: _VECTOR_GENERAL; 4104 / 8200 / 18944: _WIDE_VECTOR_GENERAL's bands
+        # 1000: _VECTOR_GENERAL; 4104 / 8200 / 18944: _WIDE_VECTOR_GENERAL's bands (the
+        # band's last length where it ends before 18944)
         for cols, band in zip((1000, 4104, 8200, 18944), (None, 0, 1, 2)):
             if band is None:
                 if key.op not in registry._VECTOR_GENERAL["nvrtc"]:
                     continue
             elif key.input != "bf16" or wide[key.op][band][1] is None:
                 continue
+            else:
+                cols = min(cols, wide[key.op][band][0] - 8)
             cfg = registry.select_norm(key, cols, 16384, 16, backend="nvrtc")
             assert cfg.origin == "measured" and cfg.kind == "general" and cfg.num_elts == 8
             out.append(norm_spec(cfg, cols, cfg.num_elts, H200))
