@@ -886,11 +886,15 @@ _WIDE_VECTOR_GENERAL = {
     # rmsnorm_bwd 1 x 4 at 2 CTAs an SM to 5120 (1.30-1.32x at 2056, 1.04-1.05x at 4104, 1.01x
     # at 5112) and 2 x 8 to 10240 (1.08-1.09x at 6152, 1.06-1.09x at 8200, 1.01x at 10232)
     # against 2 x 8 / 1 x 16; layernorm_bwd 1 x 4 at 2 CTAs ran 1.34x at 2056, 0.99-1.00x at
-    # 3080 and 0.81-0.84x at 4104 / 5112 against 2 x 8: its own band to 3072.
+    # 3080 and 0.81-0.84x at 4104 / 5112 against 2 x 8: its own band to 3072. layernorm_fwd
+    # to 3072 as NVRTC's 1 x 4 at 2 CTAs an SM with the pipeline: 1.10-1.11x at 1544, 1.26x at
+    # 2056 (79 -> 63 us; torch ran 69 us there, in another call), 1.23-1.24x at 3064 against
+    # the 4 x 4 band.
     "numba": {
         "rmsnorm_fwd": ((5120, 1, 4, 8, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
         "layernorm_fwd": (
-            (5120, 4, 4, 2, False), (10240, 2, 8, 1, True), (20480, 1, 16, 1, True),
+            (3072, 1, 4, 2, True), (5120, 4, 4, 2, False), (10240, 2, 8, 1, True),
+            (20480, 1, 16, 1, True),
         ),
         "rmsnorm_bwd": ((5120, 1, 4, 2, False), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
         "layernorm_bwd": (
