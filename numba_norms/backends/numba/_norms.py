@@ -1584,7 +1584,8 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
     Only where its registers fit under the entry's cap: the next row's x and dy as loaded
-    (storage words, widened when the row comes up; general kernels widen at the load: 2 * NV),
+    (storage words, widened when the row comes up; rows of single-element vectors widen at the
+    load: 2 * NV),
     beside x, dy, dgamma (+ dbeta) and gamma (unless re-read) in fp32, plus ~32 for addresses
     and sums. With the next row in fp32 every other measured bf16 pipeline spilled (ptxas
     through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
