@@ -1646,30 +1646,26 @@ def _backward_kernel(
     exchange = _exchange_for(clusters)
     CL = WM * _CL_SLOTS * 2 if multi else 1
 
-    @_device
-    def load_row(x, dy, row, x_stride, dy_stride, col0, step, cols, xs, dys):
-        """x and dy of ``row`` (this thread's slice) into xs and dys, widened to fp32."""
-        for it in range(LDGS):
-            c = col0 + it * step
-            if GENERAL:
-                _ld_g(x, row * x_stride + c, xs, it * NE, NE, cols - c)
-                _ld_g(dy, row * dy_stride + c, dys, it * NE, NE, cols - c)
-            else:
-                _ld(x, row * x_stride + c, xs, it * NE, NE)
-                _ld(dy, row * dy_stride + c, dys, it * NE, NE)
+    def row_loader(load, load_g, xslots, dyslots):
+        """A device function putting x and dy of ``row`` (this thread's slice) into xd and dyd
+        through ``load`` (``load_g`` in general kernels: columns past the row end as 0), a
+        vector every ``xslots`` / ``dyslots`` slots of its array."""
 
-    @_device
-    def load_words(x, dy, row, x_stride, dy_stride, col0, step, cols, xw, dyw):
-        """x and dy of ``row`` (this thread's slice) into xw and dyw as loaded (packed);
-        columns past the row end as 0 bits."""
-        for it in range(LDGS):
-            c = col0 + it * step
-            if GENERAL:
-                _ldw_g(x, row * x_stride + c, xw, it * XW, NE, cols - c)
-                _ldw_g(dy, row * dy_stride + c, dyw, it * DW, NE, cols - c)
-            else:
-                _ldw(x, row * x_stride + c, xw, it * XW, NE)
-                _ldw(dy, row * dy_stride + c, dyw, it * DW, NE)
+        @_device
+        def load_pair(x, dy, row, x_stride, dy_stride, col0, step, cols, xd, dyd):
+            for it in range(LDGS):
+                c = col0 + it * step
+                if GENERAL:
+                    load_g(x, row * x_stride + c, xd, it * xslots, NE, cols - c)
+                    load_g(dy, row * dy_stride + c, dyd, it * dyslots, NE, cols - c)
+                else:
+                    load(x, row * x_stride + c, xd, it * xslots, NE)
+                    load(dy, row * dy_stride + c, dyd, it * dyslots, NE)
+
+        return load_pair
+
+    load_row = row_loader(_ld, _ld_g, NE, NE)  # widened to fp32
+    load_words = row_loader(_ldw, _ldw_g, XW, DW)  # as loaded (packed words)
 
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
@@ -1697,9 +1693,9 @@ def _backward_kernel(
         cl = cuda.shared.array(CL, F32, alignment=PAIR_ALIGN)  # pair stores (_st_cluster2)
         xs = cuda.local.array(1 if LEAN else NV, F32)  # x, then xhat, then dx (wide form)
         dys = cuda.local.array(1 if LEAN else NV, F32)  # dy, then dy * gamma
-        xn = cuda.local.array(NVN, F32)  # the next row's (PREFETCH, general kernels)
+        xn = cuda.local.array(NVN, F32)  # the next row's (PREFETCH, single-element vectors)
         dyn = cuda.local.array(NVN, F32)
-        xwn = cuda.local.array(NXWN, WORD)  # the next row's (PREFETCH, tuned kernels)
+        xwn = cuda.local.array(NXWN, WORD)  # the next row's (PREFETCH, whole words)
         dywn = cuda.local.array(NDWN, WORD)
         # lean form: this row as loaded
         xw = cuda.local.array(NXW, WORD)
