@@ -850,11 +850,11 @@ _VECTOR_GENERAL = {
 # 10248: 1 x 16 to 16384 (32 elements a thread), TE's capped entry past it (H100, session 53:
 # sweep at 12296 1.59x TE's uncapped entry; A/B bf16 / fp16 against it 1.38-1.59x at 10248-
 # 20472; the capped entry from 10248 instead ran 0.96-0.98x the band at 10248-14344, 1.02x at
-# 16376). The forwards' last
-# bands (to 24576 / 28672: 6 / 7 vectors a thread on 16 warps) are an H100 sweep's (session
-# 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's entry layernorm_fwd 1.57
-# / 1.82x (the pipeline lost at 22784: 1.30x, won at 26368; without it 1.67x), rmsnorm_fwd
-# 1.26 / 1.26x. FP8 outputs take the bands too, but where _WIDE_VECTOR_GENERAL_FP8 has a shape.
+# 16376). The forwards' last bands (to 24576 / 28672: 6 / 7 vectors a thread on 16 warps) are
+# an H100 sweep's (session 44, `tune_norms.py --general`, bf16 at 22784 / 26368): against TE's
+# entry layernorm_fwd 1.57 / 1.82x (the pipeline lost at 22784: 1.30x, won at 26368; without
+# it 1.67x), rmsnorm_fwd 1.26 / 1.26x. FP8 outputs take the bands too, but where
+# _WIDE_VECTOR_GENERAL_FP8 has a shape.
 _WIDE_VECTOR_GENERAL = {
     "nvrtc": {
         "rmsnorm_fwd": (
@@ -881,7 +881,8 @@ _WIDE_VECTOR_GENERAL = {
     # at 4104: 104 us with or without the pipeline, which does not fit there; 1 x 4 at 6 CTAs
     # 120 us; A/B bf16 / fp16 1.22x at 2056, 1.16x at 4104, 1.14x at 5112); layernorm_bwd to
     # 20480 in 1 x 16 once the general backward took the lean form (sweep at 12296: 1.83x TE's
-    # 4-CTA entry; A/B 1.75-2.38x at 12296-20472 against the wide kernel on TE's entry). The
+    # 4-CTA entry; A/B 1.75-2.38x at 12296-20472 against the wide kernel on TE's entry; its
+    # band from 5128 before, the same shape, now runs to 20480). The
     # lean backwards' sweeps at 4104 / 8200 (bf16) and A/Bs (bf16 / fp16, two rounds):
     # rmsnorm_bwd 1 x 4 at 2 CTAs an SM to 5120 (1.30-1.32x at 2056, 1.04-1.05x at 4104, 1.01x
     # at 5112) and 2 x 8 to 10240 (1.08-1.09x at 6152, 1.06-1.09x at 8200, 1.01x at 10232)
@@ -897,10 +898,7 @@ _WIDE_VECTOR_GENERAL = {
             (20480, 1, 16, 1, True),
         ),
         "rmsnorm_bwd": ((5120, 1, 4, 2, False), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
-        "layernorm_bwd": (
-            (3072, 1, 4, 2, False), (5120, 2, 8, 1, False), (10240, 1, 16, 1, False),
-            (20480, 1, 16, 1, False),
-        ),
+        "layernorm_bwd": ((3072, 1, 4, 2, False), (5120, 2, 8, 1, False), (20480, 1, 16, 1, False)),
     },
 }  # fmt: skip
 
