@@ -963,24 +963,27 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
 
 @needs_sim
 @pytest.mark.parametrize(
-    "op, dtype, wm, wn, hidden, cols, rows, add",
+    "op, dtype, wm, wn, hidden, cols, rows, add, pf",
     [
-        ("layernorm", "bf16", 1, 2, 512, 300, 7, False),  # warp 1 has 44 columns, a vector of 4
-        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True),  # warps 1-3 without columns
-        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False),  # 32 elements: gamma re-read
-        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False),  # one row: a partial vector of 3
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False),  # warp 1: 44 columns, a vector of 4
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, True),
+        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, True),  # warps 1-3 without columns
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, True),  # 32 elements: gamma re-read
+        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False, False),  # one row: a partial vector of 3
     ],
 )
-def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add):
+def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add, pf):
     """General 16-bit backwards take the lean form (x and dy kept as loaded, the columns past
     the row end as 0 bits, read again with bounds checks for dx): partial and empty warps,
-    partial vectors, several row trips, the fused add; fp32 rows keep the wide form."""
+    partial vectors, several row trips, the fused add, with the pipeline (``pf``: the next
+    row's words loaded before this row's reductions) and without; fp32 rows keep the wide
+    form."""
     from numba_norms.backends.numba import _norms
 
     dtypes = (dtype,) * 3
     key = registry.NormKey(f"{op}_bwd", *dtypes, add)
     cfg = registry.NormConfig.general_for(
-        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured"
+        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured", prefetch=pf
     )
     x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)
     add_in = rounded(np.random.default_rng(5).standard_normal((rows, cols)), dtype) if add else None
@@ -991,6 +994,7 @@ def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, row
     assert spec.config is cfg and spec.general
     reread = spec.num_elts * spec.ldgs >= 32
     assert _norms._backward_lean(spec, reread)
+    assert _norms._backward_prefetch(spec, reread, lean=True) == pf
     fp32 = dataclasses.replace(spec, config=dataclasses.replace(cfg, input="fp32", output="fp32"))
     assert not _norms._backward_lean(fp32, reread)
     assert rows == 1 or plan.row_iterations >= 2

@@ -1579,9 +1579,9 @@ def _words_per(dtype: str, elements: int, sim: bool) -> int:
     return elements if sim else elements * registry.itemsize(dtype) // 4
 
 
-def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
-    """Whether the (wide) backward kernel runs the entry's software pipeline (the next row's x
-    and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
+def _backward_prefetch(spec: NormSpec, reread: bool, lean: bool = False) -> bool:
+    """Whether the backward kernel runs the entry's software pipeline (the next row's x and dy
+    loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
     Only where its registers fit under the entry's cap: the next row's x and dy as loaded
     (storage words, widened when the row comes up; rows of single-element vectors widen at the
@@ -1591,11 +1591,18 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
     1380 B; none without it). The lean form does not pipeline: its next row's loads pushed this
     row out of L1 before dx read it again (H200, run 26: rmsnorm_bwd 16384 2750 -> 2390 GB/s).
+
+    General lean kernels do (``lean``): this row and the next as words, beside the partial
+    sums, gamma unless re-read and the same ~32.
     """
     cfg = spec.config
-    if not cfg.prefetch:
+    if not cfg.prefetch or (lean and not spec.general):
         return False
     nv = spec.num_elts * spec.ldgs
+    if lean:
+        words = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
+        sums = nv if cfg.is_rms else 2 * nv
+        return 2 * words + sums + (0 if reread else nv) + 32 <= _register_cap(spec)
     held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
     if _backward_packs(spec):
         nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
@@ -1628,7 +1635,7 @@ def _backward_kernel(
     # spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
     REREAD = NV >= 32
     LEAN = _backward_lean(spec, REREAD)
-    PREFETCH = not LEAN and _backward_prefetch(spec, REREAD)
+    PREFETCH = _backward_prefetch(spec, REREAD, LEAN)
     PACKED_NEXT = PREFETCH and _backward_packs(spec)  # the next row kept as loaded (words)
     # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
@@ -1737,7 +1744,10 @@ def _backward_kernel(
         if PREFETCH and trips > 0:
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(group * WM + warp_m, rows - 1)
-            load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
+            if LEAN:
+                load_words(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xw, dyw)
+            else:
+                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
             rnext = rsigma[lrow]
             mnext = _ZERO if RMS else mu[lrow]
         for t in range(trips):
@@ -1891,7 +1901,12 @@ def _backward_kernel(
                         _st_g(dx, dxoff + c, xs, it * NE, NE, cols - c)
                     else:
                         _st(dx, dxoff + c, xs, it * NE, NE)
-            if PACKED_NEXT:
+            if PACKED_NEXT and LEAN:
+                for w in range(NXW):
+                    xw[w] = xwn[w]
+                for w in range(NDW):
+                    dyw[w] = dywn[w]
+            elif PACKED_NEXT:
                 for it in range(LDGS):
                     _unpk(x, xwn, it * XW, xs, it * NE, NE)
                     _unpk(dy, dywn, it * DW, dys, it * NE, NE)
