@@ -215,12 +215,12 @@ if _SIM:
         _ld_g(src, idx, dst, off, n, avail)
         _ld_g(src2, idx, dst2, off, n, avail)
 
+    def _ld_t(src, idx, dst, off, n, avail):
+        _ld(src, idx, dst, off, n)
+
     # The lean backward's packed row: the simulator keeps one float per element as a "word"
     # (the kernel sizes its word arrays with _words_per(..., sim=True)).
-    def _ldw(src, idx, words, woff, n):
-        _ld(src, idx, words, woff, n)
-
-    _ldw_again = _ldw
+    _ldw_t = _ldw_again_t = _ld_t
     _ldw_g = _ldw_again_g = _ld_g
 
     def _unpk(src, words, woff, dst, off, n):
@@ -243,6 +243,9 @@ if _SIM:
         for j in range(min(n, avail)):
             dst[idx + j] = _narrow(src[off + j], dt)
 
+    def _st_t_any(dst, idx, src, off, n, avail):
+        _st_any(dst, idx, src, off, n)
+
     def _round_any(dst, src, off, n):
         """src[off:off+n] = the values dst's dtype stores (fp16/bf16 rounding; fp32 as is)."""
         dt = dst.dtype
@@ -258,13 +261,17 @@ if _SIM:
             for j in range(min(n, avail)):
                 dst[idx + j] = f32_to_fp8_bits(src[off + j], fmt)
 
-        return _st_fp8, _st_g_fp8, None
+        def _st_t_fp8(dst, idx, src, off, n, avail):
+            _st_fp8(dst, idx, src, off, n)
+
+        return _st_fp8, _st_g_fp8, _st_t_fp8, None
 
     def _stores(hw: bool, fp8: str | None = None, hw_fp8: bool = False):
-        """(store, guarded store, round-to-y's-dtype) primitives of one output dtype."""
+        """(store, guarded store, whole store, round-to-y's-dtype) primitives of one output
+        dtype."""
         if fp8 is not None:
             return _sim_fp8_stores(fp8)
-        return _st_any, _st_g_any, _round_any
+        return _st_any, _st_g_any, _st_t_any, _round_any
 
     def _fmaxf(a, b):
         """CUDA's fmaxf: a NaN operand gives the other one."""
@@ -557,10 +564,12 @@ else:
         _guarded(builder, count, avail, full, one, none if zero_fill else None)
 
     def _access_pair(emit, zero_fill: bool):
-        """(plain, bounds-checked) vector-access intrinsics ``f(ptr, idx, arr, off, n[, avail])``
-        between ``ptr[idx:idx+n]`` (global storage) and ``arr[off:off+n]`` (local float32);
-        ``emit(builder, kind, g, a, count)`` moves the elements (a load or a store). The checked
-        form moves only elements ``j < avail``; with ``zero_fill`` the others read as 0."""
+        """(plain, bounds-checked, whole) vector-access intrinsics ``f(ptr, idx, arr, off, n[,
+        avail])`` between ``ptr[idx:idx+n]`` (global storage) and ``arr[off:off+n]`` (local
+        float32); ``emit(builder, kind, g, a, count)`` moves the elements (a load or a store).
+        The checked form moves only elements ``j < avail``; with ``zero_fill`` the others read
+        as 0. The whole form is the plain one taking (and ignoring) ``avail``: see
+        :func:`_accessors`."""
 
         @intrinsic
         def plain(typingctx, ptr, idx, arr, off, n):
@@ -588,11 +597,23 @@ else:
 
             return types.void(ptr, idx, arr, off, n, avail), codegen
 
-        return plain, checked
+        @intrinsic
+        def whole(typingctx, ptr, idx, arr, off, n, avail):
+            if not _check(ptr, arr, n):
+                return None
+
+            def codegen(context, builder, sig, args):
+                g, a = _operands(context, builder, sig, args)
+                emit(builder, _kind(sig.args[0]), g, a, n.literal_value)
+                return context.get_dummy_value()
+
+            return types.void(ptr, idx, arr, off, n, avail), codegen
+
+        return plain, checked, whole
 
     # dst[off:off+n] = fp32(src[idx:idx+n]), one aligned vector load per 16 bytes; the checked
     # form reads elements j >= avail as 0
-    _ld, _ld_g = _access_pair(_emit_load, zero_fill=True)
+    _ld, _ld_g, _ld_t = _access_pair(_emit_load, zero_fill=True)
 
     @intrinsic
     def _ld2_g(typingctx, src, src2, idx, dst, dst2, off, n, avail):
@@ -634,11 +655,13 @@ else:
 
     def _load_words(invariant: bool):
         @intrinsic
-        def ldw(typingctx, src, idx, words, woff, n):
-            """words[woff:] (uint32) = the storage words of src[idx:idx+n], 16 bytes a load."""
+        def ldw(typingctx, src, idx, words, woff, n, avail):
+            """words[woff:] (uint32) = the storage words of src[idx:idx+n], 16 bytes a load
+            (``avail`` unused: the whole vector)."""
             if not _word_arrays(src, words, n, types.uint32):
                 return None
-            return types.void(src, idx, words, woff, n), _ldw_codegen(n.literal_value, invariant)
+            sig = types.void(src, idx, words, woff, n, avail)
+            return sig, _ldw_codegen(n.literal_value, invariant)
 
         return ldw
 
@@ -664,13 +687,13 @@ else:
 
         return codegen
 
-    _ldw = _load_words(True)
-    _ldw_again = _load_words(False)  # a second read of the same words (not merged with the first)
+    _ldw_t = _load_words(True)
+    _ldw_again_t = _load_words(False)  # a second read of the same words (not merged with the first)
 
     def _load_words_g(invariant: bool):
         @intrinsic
         def ldw_g(typingctx, src, idx, words, woff, n, avail):
-            """_ldw of the elements j < avail of src[idx:idx+n], the others 0 bits (0.0 once
+            """_ldw_t of the elements j < avail of src[idx:idx+n], the others 0 bits (0.0 once
             unpacked): whole vectors where all are available, else one element at a time."""
             if not _word_arrays(src, words, n, types.uint32):
                 return None
@@ -774,7 +797,7 @@ else:
 
         # dst[idx:idx+n] = storage(src[off:off+n]), one aligned vector store per 16 bytes; the
         # checked form writes only elements j < avail
-        _st, _st_g = _access_pair(emit, zero_fill=False)
+        _st, _st_g, _st_t = _access_pair(emit, zero_fill=False)
 
         @intrinsic
         def _rnd(typingctx, dst, src, off, n):
@@ -799,12 +822,13 @@ else:
 
             return types.void(dst, src, off, n), codegen
 
-        return _st, _st_g, _rnd
+        return _st, _st_g, _st_t, _rnd
 
     _STORE_CACHE: dict[tuple, tuple] = {}
 
     def _stores(hw: bool, fp8: str | None = None, hw_fp8: bool = False):
-        """(store, guarded store, round-to-y's-dtype) intrinsics of one output dtype."""
+        """(store, guarded store, whole store, round-to-y's-dtype) intrinsics of one output
+        dtype (the stores of :func:`_access_pair`)."""
         key = (hw, fp8, hw_fp8 and fp8 is not None)
         hit = _STORE_CACHE.get(key)
         if hit is None:
@@ -1126,6 +1150,16 @@ def _forward_lean(spec: NormSpec) -> bool:
     return (spec.general or not cfg.is_rms) and packed and not prefetch and not fits
 
 
+def _accessors(general: bool, stores: tuple) -> tuple:
+    """A kernel's row accessors (load, words load, second words load, store; ``stores`` from
+    :func:`_stores`), each ``f(ptr, idx, arr, off, n, avail)``: general kernels check bounds
+    (elements ``j >= avail`` not moved, loads read them as 0 / 0 bits), tuned ones move whole
+    vectors (their slices tile the row; ``avail``, unused, costs no instruction)."""
+    if general:
+        return _ld_g, _ldw_g, _ldw_again_g, stores[1]
+    return _ld_t, _ldw_t, _ldw_again_t, stores[2]
+
+
 def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, amax: bool):
     cfg = spec.config
     WM, WN, NE, LDGS = cfg.warps_m, cfg.warps_n, spec.num_elts, spec.ldgs
@@ -1160,7 +1194,9 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     NWARPS = WM * WN
     AMX = NWARPS if AMAX else 1
     hw_cvt, hw_fp8 = _hw_flags(cc)
-    _st, _st_g, _rnd = _stores(hw_cvt, cfg.output if FP8 else None, hw_fp8)
+    stores = _stores(hw_cvt, cfg.output if FP8 else None, hw_fp8)
+    ld, ldw, _, st = _accessors(GENERAL, stores)
+    _rnd = stores[3]
     WREREAD, PREFETCH = _forward_form(spec)
     LEAN = _forward_lean(spec)
     NG = 1 if WREREAD else NV  # held weights (fp32)
@@ -1197,11 +1233,8 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     @_device
     def load_words(x, row, x_stride, col0, step, cols, xw):
         for it in range(LDGS):
-            c = col0 + it * step
-            if GENERAL:  # columns past the row end as 0, as _ld_g loads them
-                _ldw_g(x, row * x_stride + c, xw, it * XW, NE, cols - c)
-            else:
-                _ldw(x, row * x_stride + c, xw, it * XW, NE)
+            c = col0 + it * step  # (general: columns past the row end as 0, as ld loads them)
+            ldw(x, row * x_stride + c, xw, it * XW, NE, cols - c)
 
     @_device
     def x_vector(x, xw, xs, it):
@@ -1216,14 +1249,9 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
     def y_vector(gamma, beta, c, cols, it, xs, gs, bs, gv, bv, gadd, mean, rs):
         """xs[it * NE:][:NE] = y of vector ``it`` (column ``c``), in place of x."""
         if WREREAD:  # this vector's weights, from L1
-            if GENERAL:
-                _ld_g(gamma, c, gv, 0, NE, cols - c)
-                if not RMS:
-                    _ld_g(beta, c, bv, 0, NE, cols - c)
-            else:
-                _ld(gamma, c, gv, 0, NE)
-                if not RMS:
-                    _ld(beta, c, bv, 0, NE)
+            ld(gamma, c, gv, 0, NE, cols - c)
+            if not RMS:
+                ld(beta, c, bv, 0, NE, cols - c)
         for k in range(NE):
             j = it * NE + k
             g = gv[k] + gadd if WREREAD else gs[j]
@@ -1276,19 +1304,13 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
         gadd = _ONE if zero_centered != 0 else _ZERO
         for it in range(0 if WREREAD else LDGS):
             c = col0 + it * step
-            if GENERAL:
-                _ld_g(gamma, c, gs, it * NE, NE, cols - c)
-            else:
-                _ld(gamma, c, gs, it * NE, NE)
+            ld(gamma, c, gs, it * NE, NE, cols - c)
             for k in range(NE):
                 gs[it * NE + k] += gadd
         if not RMS and not WREREAD:
             for it in range(LDGS):
                 c = col0 + it * step
-                if GENERAL:
-                    _ld_g(beta, c, bs, it * NE, NE, cols - c)
-                else:
-                    _ld(beta, c, bs, it * NE, NE)
+                ld(beta, c, bs, it * NE, NE, cols - c)
 
         # element counts of the warps of a row (for the means and Chan's weights)
         wcs = cuda.shared.array(WCS, F32)
@@ -1346,10 +1368,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
             else:
                 for it in range(LDGS):
                     c = col0 + it * step
-                    if GENERAL:
-                        _ld_g(x, xoff + c, xs, it * NE, NE, cols - c)
-                    else:
-                        _ld(x, xoff + c, xs, it * NE, NE)
+                    ld(x, xoff + c, xs, it * NE, NE, cols - c)
             s = _ZERO
             for it in range(LDGS):
                 xo = x_vector(x, xw, xs, it)
@@ -1468,14 +1487,12 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     xo = x_vector(x, xw, xs, it)
                     # (y_vector's body written out: this is the code run 25 timed and tested)
                     if WREREAD and not SPLIT_Y:  # this vector's weights, from L1
-                        if GENERAL and RMS:
-                            _ld_g(gamma, c, gv, 0, NE, cols - c)
-                        elif GENERAL:  # (only the lean form gets here: see SPLIT_Y)
+                        if GENERAL and not RMS:  # (only the lean form gets here: see SPLIT_Y)
                             _ld2_g(gamma, beta, c, gv, bv, 0, NE, cols - c)
                         else:
-                            _ld(gamma, c, gv, 0, NE)
+                            ld(gamma, c, gv, 0, NE, cols - c)
                             if not RMS:
-                                _ld(beta, c, bv, 0, NE)
+                                ld(beta, c, bv, 0, NE, cols - c)
                     for k in range(0 if SPLIT_Y else NE):  # y overwrites x in registers
                         j = it * NE + k
                         g = gv[k] + gadd if WREREAD else gs[j]
@@ -1495,10 +1512,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                     if FP8:
                         for k in range(NE):
                             xs[xo + k] = xs[xo + k] * sc
-                    if GENERAL:
-                        _st_g(y, yoff + c, xs, xo, NE, cols - c)
-                    else:
-                        _st(y, yoff + c, xs, xo, NE)
+                    st(y, yoff + c, xs, xo, NE, cols - c)
 
         if AMAX:
             # CTA max: warp butterfly, the warps through shared memory, one atomic per CTA
@@ -1648,31 +1662,27 @@ def _backward_kernel(
     NVN = NV if PREFETCH and not PACKED_NEXT else 1
     XW2 = XW if LEAN else 1  # (scalar bf16 slices have no whole word)
     DW2 = DW if LEAN else 1
-    _st, _st_g, _ = _stores(hw_cvt)
+    ld, ldw, ldw_again, st = _accessors(GENERAL, _stores(hw_cvt))
     launch_dependents, wait_primary = dependent_launch(dependent)
     exchange = _exchange_for(clusters)
     CL = WM * _CL_SLOTS * 2 if multi else 1
 
-    def row_loader(load, load_g, xslots, dyslots):
+    def row_loader(load, xslots, dyslots):
         """A device function putting x and dy of ``row`` (this thread's slice) into xd and dyd
-        through ``load`` (``load_g`` in general kernels: columns past the row end as 0), a
-        vector every ``xslots`` / ``dyslots`` slots of its array."""
+        through ``load`` (general kernels: columns past the row end as 0), a vector every
+        ``xslots`` / ``dyslots`` slots of its array."""
 
         @_device
         def load_pair(x, dy, row, x_stride, dy_stride, col0, step, cols, xd, dyd):
             for it in range(LDGS):
                 c = col0 + it * step
-                if GENERAL:
-                    load_g(x, row * x_stride + c, xd, it * xslots, NE, cols - c)
-                    load_g(dy, row * dy_stride + c, dyd, it * dyslots, NE, cols - c)
-                else:
-                    load(x, row * x_stride + c, xd, it * xslots, NE)
-                    load(dy, row * dy_stride + c, dyd, it * dyslots, NE)
+                load(x, row * x_stride + c, xd, it * xslots, NE, cols - c)
+                load(dy, row * dy_stride + c, dyd, it * dyslots, NE, cols - c)
 
         return load_pair
 
-    load_row = row_loader(_ld, _ld_g, NE, NE)  # widened to fp32
-    load_words = row_loader(_ldw, _ldw_g, XW, DW)  # as loaded (packed words)
+    load_row = row_loader(ld, NE, NE)  # widened to fp32
+    load_words = row_loader(ldw, XW, DW)  # as loaded (packed words)
 
     def norm_bwd(
         dy, x, mu, rsigma, gamma, dx, add, dgamma_part, dbeta_part, rows, cols, dy_stride,
@@ -1724,10 +1734,7 @@ def _backward_kernel(
         if not REREAD:
             for it in range(LDGS):
                 c = col0 + it * step
-                if GENERAL:
-                    _ld_g(gamma, c, gs, it * NE, NE, cols - c)
-                else:
-                    _ld(gamma, c, gs, it * NE, NE)
+                ld(gamma, c, gs, it * NE, NE, cols - c)
             for j in range(NV):
                 gs[j] += gadd
         for j in range(NV):
@@ -1771,10 +1778,7 @@ def _backward_kernel(
             for it in range(LDGS):
                 if REREAD:
                     c = col0 + it * step
-                    if GENERAL:
-                        _ld_g(gamma, c, gv, 0, NE, cols - c)
-                    else:
-                        _ld(gamma, c, gv, 0, NE)
+                    ld(gamma, c, gv, 0, NE, cols - c)
                 if LEAN:
                     _unpk(x, xw, it * XW, xt, 0, NE)
                     _unpk(dy, dyw, it * DW, dt, 0, NE)
@@ -1846,20 +1850,12 @@ def _backward_kernel(
                 for it in range(LDGS):
                     c = col0 + it * step
                     gc = gcol + it * step
-                    if GENERAL:
-                        if REREAD:
-                            _ld_g(gamma, gc, gv, 0, NE, cols - c)
-                        _ldw_again_g(x, row * x_stride + gc, xw2, 0, NE, cols - c)
-                        _ldw_again_g(dy, row * dy_stride + gc, dyw2, 0, NE, cols - c)
-                        if ADD:
-                            _ld_g(add, addoff + c, at, 0, NE, cols - c)
-                    else:
-                        if REREAD:
-                            _ld(gamma, gc, gv, 0, NE)
-                        _ldw_again(x, row * x_stride + gc, xw2, 0, NE)
-                        _ldw_again(dy, row * dy_stride + gc, dyw2, 0, NE)
-                        if ADD:
-                            _ld(add, addoff + c, at, 0, NE)
+                    if REREAD:
+                        ld(gamma, gc, gv, 0, NE, cols - c)
+                    ldw_again(x, row * x_stride + gc, xw2, 0, NE, cols - c)
+                    ldw_again(dy, row * dy_stride + gc, dyw2, 0, NE, cols - c)
+                    if ADD:
+                        ld(add, addoff + c, at, 0, NE, cols - c)
                     _unpk(x, xw2, 0, xt, 0, NE)
                     _unpk(dy, dyw2, 0, dt, 0, NE)
                     for k in range(NE):
@@ -1874,20 +1870,14 @@ def _backward_kernel(
                         if ADD:
                             v += at[k]
                         xt[k] = v
-                    if GENERAL:
-                        _st_g(dx, dxoff + c, xt, 0, NE, cols - c)
-                    else:
-                        _st(dx, dxoff + c, xt, 0, NE)
+                    st(dx, dxoff + c, xt, 0, NE, cols - c)
             elif valid:
                 dxoff = row * dx_stride
                 addoff = row * add_stride
                 for it in range(LDGS):
                     c = col0 + it * step
                     if ADD:
-                        if GENERAL:
-                            _ld_g(add, addoff + c, at, 0, NE, cols - c)
-                        else:
-                            _ld(add, addoff + c, at, 0, NE)
+                        ld(add, addoff + c, at, 0, NE, cols - c)
                     for k in range(NE):  # dx overwrites xhat in registers
                         j = it * NE + k
                         if RMS:
@@ -1897,10 +1887,7 @@ def _backward_kernel(
                         if ADD:
                             v += at[k]
                         xs[j] = v
-                    if GENERAL:
-                        _st_g(dx, dxoff + c, xs, it * NE, NE, cols - c)
-                    else:
-                        _st(dx, dxoff + c, xs, it * NE, NE)
+                    st(dx, dxoff + c, xs, it * NE, NE, cols - c)
             if PACKED_NEXT and LEAN:
                 for w in range(NXW):
                     xw[w] = xwn[w]
@@ -1925,21 +1912,16 @@ def _backward_kernel(
         poff = (group * WM + warp_m) * cols
         for it in range(LDGS):
             c = col0 + it * step
-            if GENERAL:
-                # fp32 vectors of the partial rows are aligned only when cols is a multiple of NE
-                if cols % NE == 0:
-                    _st_g(dgamma_part, poff + c, dga, it * NE, NE, cols - c)
-                    if not RMS:
-                        _st_g(dbeta_part, poff + c, dba, it * NE, NE, cols - c)
-                else:
-                    for k in range(NE):
-                        _st_g(dgamma_part, poff + c + k, dga, it * NE + k, 1, cols - c - k)
-                        if not RMS:
-                            _st_g(dbeta_part, poff + c + k, dba, it * NE + k, 1, cols - c - k)
-            else:
-                _st(dgamma_part, poff + c, dga, it * NE, NE)
+            # fp32 vectors of general partial rows are aligned only when cols is a multiple of NE
+            if not GENERAL or cols % NE == 0:
+                st(dgamma_part, poff + c, dga, it * NE, NE, cols - c)
                 if not RMS:
-                    _st(dbeta_part, poff + c, dba, it * NE, NE)
+                    st(dbeta_part, poff + c, dba, it * NE, NE, cols - c)
+            else:
+                for k in range(NE):
+                    st(dgamma_part, poff + c + k, dga, it * NE + k, 1, cols - c - k)
+                    if not RMS:
+                        st(dbeta_part, poff + c + k, dba, it * NE + k, 1, cols - c - k)
 
         if MULTI:
             _require_cooperative_launch(rows)
