@@ -922,6 +922,22 @@ def test_ptx_vector_general_kernels(op):
     assert "cudaCG" not in ptx and "ld.global.nc.v4" in ptx
 
 
+@needs_compiler
+@pytest.mark.parametrize("op", ["layernorm_bwd", "rmsnorm_bwd"])
+def test_ptx_general_lean_pipeline(op):
+    """A lean general backward running its entry's pipeline (NVRTC's 1 x 4 shape at 4104 bf16
+    columns, 40 elements a thread): both rows' words stay in registers."""
+    from numba_norms.backends.numba import _norms
+
+    key = registry.NormKey(op, *BF16)
+    cfg = registry._one_cta_general(key, 4104, 16, 1, 4, 1, True)
+    spec = planner.norm_spec(cfg, 4104, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+    assert spec.num_elts * spec.ldgs == 40
+    assert _norms._backward_lean(spec, True) and _norms._backward_prefetch(spec, True, lean=True)
+    ptx = compile_ptx(spec)
+    assert ".local" not in ptx and "ld.global.nc.v4" in ptx
+
+
 @needs_sim
 @pytest.mark.parametrize(
     "op, dtypes, cols, kind, add",
