@@ -56,7 +56,7 @@ from ...planner import (
 )
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
-from ._rowops import PAIR_ALIGN, cluster_ops, dependent_launch
+from ._rowops import PAIR_ALIGN, cluster_ops, dependent_launch, div32
 from ._rowops import st_cluster2 as _st_cluster2
 
 __all__ = [
@@ -229,9 +229,6 @@ if _SIM:
 
     def _opq_i(v):
         return v
-
-    def _udiv(a, b):
-        return a // b
 
     def _opq_w(words, n):
         pass
@@ -774,26 +771,6 @@ else:
             return builder.call(_ASM_OPAQUE_64, [x])
 
         return types.int64(v), codegen
-
-    @intrinsic
-    def _udiv(typingctx, a, b):
-        """``a // b`` of integers in [0, 2**32) (b > 0) as a 32-bit unsigned division, returned
-        as int64. Numba divides int32 values in 64 bits: PTX ``div.s64``, which ptxas makes a
-        call to ``__cuda_sm20_div_s64``; with that call in a kernel ptxas kept the global
-        memory descriptor in regular registers and moved it into uniform ones (two R2UR)
-        before each load (layernorm_bwd bf16 12296: 528 R2UR of 2600 instructions; 2 of 1952
-        without the call)."""
-        if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
-            return None
-
-        def codegen(context, builder, sig, args):
-            va, vb = (
-                builder.trunc(context.cast(builder, v, t, types.int64), _LL_I32)
-                for v, t in zip(args, sig.args)
-            )
-            return builder.zext(builder.udiv(va, vb), _LL_I64)
-
-        return types.int64(a, b), codegen
 
     _ASM_OPAQUE_32 = ir.InlineAsm(ir.FunctionType(_LL_I32, [_LL_I32]), "", "=r,0", side_effect=True)
 
@@ -1367,7 +1344,7 @@ def _forward_kernel(spec: NormSpec, multi: bool, cc: tuple[int, int] | None, ama
                 nw = NW_TUNED
         rnw = _ONE / max(nw, _ONE)
 
-        trips = _udiv(rows + ngroups * WM - 1, ngroups * WM)  # (no 64-bit division: _udiv)
+        trips = div32(rows + ngroups * WM - 1, ngroups * WM)
         if PREFETCH and trips > 0:
             load_words(x, min(group * WM + warp_m, rows - 1), x_stride, col0, step, cols, xw)
         for t in range(trips):
@@ -1768,7 +1745,7 @@ def _backward_kernel(
             if SM_DB:
                 wgs[DBO + j * T + tid] = _ZERO
 
-        trips = _udiv(rows + ngroups * WM - 1, ngroups * WM)  # (no 64-bit division: _udiv)
+        trips = div32(rows + ngroups * WM - 1, ngroups * WM)
         rnext = _ZERO
         mnext = _ZERO
         if PREFETCH and trips > 0:

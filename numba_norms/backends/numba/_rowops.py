@@ -875,7 +875,10 @@ if not SIM:
     @intrinsic
     def div32(typingctx, a, b):
         """``a // b`` of non-negative ``a``, positive ``b`` in 32 bits (Numba widens int32
-        arithmetic to 64 bits, and a 64-bit division is a ~70-instruction software routine)."""
+        arithmetic to 64 bits, and a 64-bit division is a ~70-instruction software routine,
+        called: with that call in a kernel ptxas kept the global memory descriptor in regular
+        registers and moved it into uniform ones, two R2UR, before each load; layernorm_bwd
+        bf16 12296: 528 R2UR of 2600 instructions, none of 1912 with the row trips by div32)."""
 
         def codegen(context, builder, sig, args):
             va = context.cast(builder, args[0], sig.args[0], types.int32)

@@ -403,7 +403,7 @@ def _stream_forward_kernel(
         ctas = cuda.gridDim.x if multi else 1
         lo, cols_p = i32(0), i32(cols)
         if multi:
-            per = i32((cols + ctas * ne - 1) // (ctas * ne) * ne)
+            per = div32(cols + ctas * ne - 1, ctas * ne) * ne
             lo = i32(min(cta * per, cols))
             cols_p = i32(min(per, cols - lo))
         v = cuda.local.array(n_v, f32)
@@ -611,7 +611,7 @@ def _stream_backward_kernel(
     ld_part, st_part = ro.ld_partial(ne), ro.st_partial(ne)
     unpack, pack = ro.unpack(dtype, ne), ro.pack(dtype, ne)
     copy_w, dot_acc, dx_vec = ro.copy_words(nw), ro.dot_acc(ne), ro.softmax_dx(ne)
-    warp_sum, row_ptr = ro.warp_sum, ro.row_ptr
+    warp_sum, row_ptr, div32 = ro.warp_sum, ro.row_ptr, ro.div32
     st_cg2, cta_sum, barrier_sync = ro.st_cg2, ro.cta_sum, ro.row_barrier(clusters)
     multi_warp = wn > 1
     f0 = _F0
@@ -631,7 +631,7 @@ def _stream_backward_kernel(
         ctas = cuda.gridDim.x if multi else 1
         lo, cols_p = i32(0), i32(cols)
         if multi:
-            per = i32((cols + ctas * ne - 1) // (ctas * ne) * ne)
+            per = div32(cols + ctas * ne - 1, ctas * ne) * ne
             lo = i32(min(cta * per, cols))
             cols_p = i32(min(per, cols - lo))
         pd = cuda.local.array(n_w, u32)  # the chunk's vectors as loaded
@@ -733,6 +733,7 @@ def _backward_kernel(
     copy_w, dot_acc, dx_vec = ro.copy_words(nw), ro.dot_acc(ne), ro.softmax_dx(ne)
     cta_sum, st_cg2, warp_sum = ro.cta_sum, ro.st_cg2, ro.warp_sum
     barrier_sync, row_ptr = ro.row_barrier(clusters), ro.row_ptr
+    div32, rem32 = ro.div32, ro.rem32
     multi_warp = wn > 1
     f0 = _F0
     f32, u32 = types.float32, types.uint32
@@ -754,10 +755,10 @@ def _backward_kernel(
         col0 = ((cta * wn + warp_n) * 32 + lane) * ne
         col_step = ctas * step
         rows_step = cuda.gridDim.y * wm
-        trips = (rows + rows_step - 1) // rows_step
+        trips = div32(rows + rows_step - 1, rows_step)
         tail_n = cols % ne
         tail_col = cols - tail_n
-        tail_mine = tail_n != 0 and tail_col >= col0 and (tail_col - col0) % col_step == 0
+        tail_mine = tail_n != 0 and tail_col >= col0 and rem32(tail_col - col0, col_step) == 0
         opq = cols >> 31  # 0 (cols >= 1), unknown to the compilers: see unpack(again=True)
 
         pd = cuda.local.array(kw, u32)
