@@ -571,17 +571,19 @@ else:
         as 0. The whole form is the plain one taking (and ignoring) ``avail``: see
         :func:`_accessors`."""
 
-        @intrinsic
-        def plain(typingctx, ptr, idx, arr, off, n):
-            if not _check(ptr, arr, n):
-                return None
-
+        def unchecked(n):
             def codegen(context, builder, sig, args):
                 g, a = _operands(context, builder, sig, args)
                 emit(builder, _kind(sig.args[0]), g, a, n.literal_value)
                 return context.get_dummy_value()
 
-            return types.void(ptr, idx, arr, off, n), codegen
+            return codegen
+
+        @intrinsic
+        def plain(typingctx, ptr, idx, arr, off, n):
+            if not _check(ptr, arr, n):
+                return None
+            return types.void(ptr, idx, arr, off, n), unchecked(n)
 
         @intrinsic
         def checked(typingctx, ptr, idx, arr, off, n, avail):
@@ -601,19 +603,13 @@ else:
         def whole(typingctx, ptr, idx, arr, off, n, avail):
             if not _check(ptr, arr, n):
                 return None
-
-            def codegen(context, builder, sig, args):
-                g, a = _operands(context, builder, sig, args)
-                emit(builder, _kind(sig.args[0]), g, a, n.literal_value)
-                return context.get_dummy_value()
-
-            return types.void(ptr, idx, arr, off, n, avail), codegen
+            return types.void(ptr, idx, arr, off, n, avail), unchecked(n)
 
         return plain, checked, whole
 
     # dst[off:off+n] = fp32(src[idx:idx+n]), one aligned vector load per 16 bytes; the checked
     # form reads elements j >= avail as 0
-    _ld, _ld_g, _ld_t = _access_pair(_emit_load, zero_fill=True)
+    _ld_g, _ld_t = _access_pair(_emit_load, zero_fill=True)[1:]  # (no kernel takes the plain one)
 
     @intrinsic
     def _ld2_g(typingctx, src, src2, idx, dst, dst2, off, n, avail):
