@@ -878,7 +878,8 @@ if not SIM:
         arithmetic to 64 bits, and a 64-bit division is a ~70-instruction software routine,
         called: with that call in a kernel ptxas kept the global memory descriptor in regular
         registers and moved it into uniform ones, two R2UR, before each load; layernorm_bwd
-        bf16 12296: 528 R2UR of 2600 instructions, none of 1920 with the row trips by div32)."""
+        bf16 12296: 528 R2UR of 2600 instructions, none of 1920 with the row trips by div32;
+        the time did not change: H100, session 54, 0.99-1.01x)."""
 
         def codegen(context, builder, sig, args):
             va = context.cast(builder, args[0], sig.args[0], types.int32)
