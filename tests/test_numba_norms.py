@@ -788,7 +788,7 @@ def test_ptx_wide_vector_band_entries(op, at, last, dtype):
         # 16-bit general backwards take the lean form (H100, session 53: 1.3-2.1x the wide one)
         from numba_norms.backends.numba import _norms
 
-        assert _norms._backward_lean(spec, spec.num_elts * spec.ldgs >= 32)
+        assert _norms._backward_form(spec)[1]
 
 
 @needs_compiler
@@ -933,7 +933,7 @@ def test_ptx_general_lean_pipeline(op):
     cfg = registry._one_cta_general(key, 4104, 16, 1, 4, 1, True)
     spec = planner.norm_spec(cfg, 4104, cfg.num_elts, planner.DeviceLimits(sm_count=132))
     assert spec.num_elts * spec.ldgs == 40
-    assert _norms._backward_lean(spec, True) and _norms._backward_prefetch(spec, True, lean=True)
+    assert _norms._backward_form(spec) == (True, True, True)
     ptx = compile_ptx(spec)
     assert ".local" not in ptx and "ld.global.nc.v4" in ptx
 
@@ -1008,11 +1008,9 @@ def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, row
     dx, dg, db, plan = run_backward(op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True)
     spec = plan.spec
     assert spec.config is cfg and spec.general
-    reread = spec.num_elts * spec.ldgs >= 32
-    assert _norms._backward_lean(spec, reread)
-    assert _norms._backward_prefetch(spec, reread, lean=True) == pf
+    assert _norms._backward_form(spec)[1:] == (True, pf)
     fp32 = dataclasses.replace(spec, config=dataclasses.replace(cfg, input="fp32", output="fp32"))
-    assert not _norms._backward_lean(fp32, reread)
+    assert not _norms._backward_form(fp32)[1]
     assert rows == 1 or plan.row_iterations >= 2
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
 
@@ -1048,8 +1046,7 @@ def test_backward_lean_form(monkeypatch, op, dtypes, add, cols, min_ctas):
     dx, dg, db, plan = run_backward(
         op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True, general=False
     )
-    reread = plan.spec.num_elts * plan.spec.ldgs >= 32
-    assert _norms._backward_lean(plan.spec, reread)
+    assert _norms._backward_form(plan.spec)[1]
     assert plan.row_iterations >= 3
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
 

@@ -1623,6 +1623,20 @@ def _backward_prefetch(spec: NormSpec, reread: bool, lean: bool = False) -> bool
     return held + nxt + 32 <= _register_cap(spec)
 
 
+def _backward_form(spec: NormSpec) -> tuple[bool, bool, bool]:
+    """(re-read gamma, lean form, software pipeline) of the backward kernel.
+
+    Slices of 32+ elements re-read gamma each row (one vector load per NE elements, from L1)
+    instead of holding NV more registers: held, rmsnorm_bwd 16384 (32 elements, 512 threads)
+    spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
+    The lean form and the pipeline follow from it (:func:`_backward_lean`,
+    :func:`_backward_prefetch`).
+    """
+    reread = spec.num_elts * spec.ldgs >= 32
+    lean = _backward_lean(spec, reread)
+    return reread, lean, _backward_prefetch(spec, reread, lean)
+
+
 def _backward_kernel(
     spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool, clusters: bool = False
 ):
@@ -1642,12 +1656,7 @@ def _backward_kernel(
     CHUNK = WN * 32 * NE
     SM = 2 * WM * WN * 2
     RED = WM * WN * 32 if _SIM else 1
-    # Slices of 32+ elements re-read gamma each row (one vector load per NE elements, from L1)
-    # instead of holding NV more registers: held, rmsnorm_bwd 16384 (32 elements, 512 threads)
-    # spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
-    REREAD = NV >= 32
-    LEAN = _backward_lean(spec, REREAD)
-    PREFETCH = _backward_prefetch(spec, REREAD, LEAN)
+    REREAD, LEAN, PREFETCH = _backward_form(spec)
     PACKED_NEXT = PREFETCH and _backward_packs(spec)  # the next row kept as loaded (words)
     # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
