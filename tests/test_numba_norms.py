@@ -924,18 +924,25 @@ def test_ptx_vector_general_kernels(op):
 
 @needs_compiler
 @pytest.mark.parametrize("op", ["layernorm_bwd", "rmsnorm_bwd"])
-def test_ptx_general_lean_pipeline(op):
-    """A lean general backward running its entry's pipeline (NVRTC's 1 x 4 shape at 4104 bf16
-    columns, 40 elements a thread): both rows' words stay in registers."""
+def test_ptx_general_lean_no_pipeline(op):
+    """A lean general backward whose entry asks for the pipeline (NVRTC's 1 x 4 shape at 4104
+    bf16 columns, 40 elements a thread) compiles as without it: the pipeline ran slower there
+    (session 55)."""
     from numba_norms.backends.numba import _norms
 
     key = registry.NormKey(op, *BF16)
-    cfg = registry._one_cta_general(key, 4104, 16, 1, 4, 1, True)
-    spec = planner.norm_spec(cfg, 4104, cfg.num_elts, planner.DeviceLimits(sm_count=132))
-    assert spec.num_elts * spec.ldgs == 40
-    assert _norms._backward_form(spec) == (True, True, True)
-    ptx = compile_ptx(spec)
-    assert ".local" not in ptx and "ld.global.nc.v4" in ptx
+    specs = [
+        planner.norm_spec(c, 4104, c.num_elts, planner.DeviceLimits(sm_count=132))
+        for c in (registry._one_cta_general(key, 4104, 16, 1, 4, 1, pf) for pf in (True, False))
+    ]
+    assert specs[0].num_elts * specs[0].ldgs == 40
+    assert [_norms._backward_form(s) for s in specs] == [(True, True, False)] * 2
+    # the kernels' code from the entry on, without the per-build name parts
+    with_pf, without = (
+        re.sub(r"B\d+v\d+B|_cudapy_smem_\d+", "#", ptx[ptx.index(".entry") :])
+        for ptx in map(compile_ptx, specs)
+    )
+    assert with_pf == without and ".local" not in with_pf
 
 
 @needs_sim
@@ -991,9 +998,9 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
 def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add, pf):
     """General 16-bit backwards take the lean form (x and dy kept as loaded, the columns past
     the row end as 0 bits, read again with bounds checks for dx): partial and empty warps,
-    partial vectors, several row trips, the fused add, with the pipeline (``pf``: the next
-    row's words loaded before this row's reductions) and without; fp32 rows keep the wide
-    form."""
+    partial vectors, several row trips, the fused add, entries that ask for the pipeline
+    (``pf``; the lean general kernel ignores it) and entries that do not; fp32 rows keep the
+    wide form."""
     from numba_norms.backends.numba import _norms
 
     dtypes = (dtype,) * 3
@@ -1008,7 +1015,7 @@ def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, row
     dx, dg, db, plan = run_backward(op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True)
     spec = plan.spec
     assert spec.config is cfg and spec.general
-    assert _norms._backward_form(spec)[1:] == (True, pf)
+    assert _norms._backward_form(spec)[1:] == (True, False)  # no pipeline, asked (pf) or not
     fp32 = dataclasses.replace(spec, config=dataclasses.replace(cfg, input="fp32", output="fp32"))
     assert not _norms._backward_form(fp32)[1]
     assert rows == 1 or plan.row_iterations >= 2

@@ -1591,9 +1591,9 @@ def _words_per(dtype: str, elements: int, sim: bool) -> int:
     return elements if sim else elements * registry.itemsize(dtype) // 4
 
 
-def _backward_prefetch(spec: NormSpec, reread: bool, lean: bool = False) -> bool:
-    """Whether the backward kernel runs the entry's software pipeline (the next row's x and dy
-    loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
+def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
+    """Whether the (wide) backward kernel runs the entry's software pipeline (the next row's x
+    and dy loaded before this row's reductions, as the NVRTC kernel's PREFETCH).
 
     Only where its registers fit under the entry's cap: the next row's x and dy as loaded
     (storage words, widened when the row comes up; rows of single-element vectors widen at the
@@ -1603,18 +1603,14 @@ def _backward_prefetch(spec: NormSpec, reread: bool, lean: bool = False) -> bool
     through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
     1380 B; none without it). The lean form does not pipeline: its next row's loads pushed this
     row out of L1 before dx read it again (H200, run 26: rmsnorm_bwd 16384 2750 -> 2390 GB/s).
-
-    General lean kernels do (``lean``): this row and the next as words, beside the partial
-    sums, gamma unless re-read and the same ~32.
+    Nor does the lean general one: where its next row's words fit it ran 1.03-1.33x slower
+    (H100, session 55, `tune_norms.py --backend numba --general`: layernorm_bwd bf16 4104, 1 x 4
+    at 1-2 CTAs an SM 191 -> 235 us; rmsnorm_bwd 12296 1 x 16 522 -> 550 us).
     """
     cfg = spec.config
-    if not cfg.prefetch or (lean and not spec.general):
+    if not cfg.prefetch:
         return False
     nv = spec.num_elts * spec.ldgs
-    if lean:
-        words = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
-        sums = nv if cfg.is_rms else 2 * nv
-        return 2 * words + sums + (0 if reread else nv) + 32 <= _register_cap(spec)
     held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
     if _backward_packs(spec):
         nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
@@ -1634,7 +1630,7 @@ def _backward_form(spec: NormSpec) -> tuple[bool, bool, bool]:
     """
     reread = spec.num_elts * spec.ldgs >= 32
     lean = _backward_lean(spec, reread)
-    return reread, lean, _backward_prefetch(spec, reread, lean)
+    return reread, lean, not lean and _backward_prefetch(spec, reread)
 
 
 def _backward_kernel(
@@ -1758,10 +1754,7 @@ def _backward_kernel(
         if PREFETCH and trips > 0:
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(group * WM + warp_m, rows - 1)
-            if LEAN:
-                load_words(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xw, dyw)
-            else:
-                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
+            load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
             rnext = rsigma[lrow]
             mnext = _ZERO if RMS else mu[lrow]
         for t in range(trips):
@@ -1895,12 +1888,7 @@ def _backward_kernel(
                             v += at[k]
                         xs[j] = v
                     st(dx, dxoff + c, xs, it * NE, NE, cols - c)
-            if PACKED_NEXT and LEAN:
-                for w in range(NXW):
-                    xw[w] = xwn[w]
-                for w in range(NDW):
-                    dyw[w] = dywn[w]
-            elif PACKED_NEXT:
+            if PACKED_NEXT:
                 for it in range(LDGS):
                     _unpk(x, xwn, it * XW, xs, it * NE, NE)
                     _unpk(dy, dywn, it * DW, dys, it * NE, NE)
