@@ -890,7 +890,8 @@ _WIDE_VECTOR_GENERAL = {
     # 3080 and 0.81-0.84x at 4104 / 5112 against 2 x 8: its own band to 3072. layernorm_fwd
     # to 3072 as NVRTC's 1 x 4 at 2 CTAs an SM with the pipeline: 1.10-1.11x at 1544, 1.26x at
     # 2056 (79 -> 63 us; torch ran 69 us there, in another call), 1.23-1.24x at 3064 against
-    # the 4 x 4 band.
+    # the 4 x 4 band. Session 55: the sweep's best at 4104, 1 x 4 at 3 CTAs an SM (1.03x in the
+    # sweep), ran 0.97-1.025x against 2 x 8 in an A/B (bf16 / fp16, 3080-5112): not taken.
     "numba": {
         "rmsnorm_fwd": ((5120, 1, 4, 8, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
         "layernorm_fwd": (
