@@ -945,6 +945,51 @@ def test_ptx_general_lean_no_pipeline(op):
     assert with_pf == without and ".local" not in with_pf
 
 
+def test_runs_pipeline_follows_the_register_rule():
+    """What ``tune_norms.py --backend numba`` asks before timing an entry's pipeline: the
+    kernel runs it only where the form rules take it (the tuned layernorm_bwd bf16 4096 entry
+    does; a lean general backward asking for it does not, so the sweep times it once)."""
+    from numba_norms.backends.numba import _norms
+
+    limits = planner.DeviceLimits(sm_count=132)
+    key = registry.NormKey("layernorm_bwd", *BF16)
+    tuned = registry.select_norm(key, 4096, 16384, 256, backend="numba")
+    general = registry._one_cta_general(key, 4104, 16, 1, 4, 1, True)
+    assert tuned.prefetch and general.prefetch
+    assert _norms.runs_pipeline(planner.norm_spec(tuned, 4096, 8, limits))
+    assert not _norms.runs_pipeline(planner.norm_spec(general, 4104, general.num_elts, limits))
+    fwd = registry.NormConfig.tuned_for(
+        registry.NormKey("rmsnorm_fwd", *BF16), 4096, ctas_per_row=1, warps_m=1, warps_n=4,
+        origin="measured", prefetch=True,
+    )  # fmt: skip
+    assert _norms.runs_pipeline(planner.norm_spec(fwd, 4096, 8, limits))  # 32 elements, 255
+    capped = dataclasses.replace(fwd, min_ctas_per_sm=16)  # 32 registers: no room
+    assert not _norms.runs_pipeline(planner.norm_spec(capped, 4096, 8, limits))
+
+
+@needs_compiler
+def test_ptx_lean_dx_from_kept_words():
+    """The lean general backward's dx pass widens the kept words where they fit under the cap
+    (rmsnorm_bwd bf16 6152 on 2 x 8 warps, 32 elements: 128 registers) and reads the row again
+    where they do not (the same entry at 2 CTAs an SM: 64): only the second read loads x and dy
+    through the plain (not read-only) path."""
+    from numba_norms.backends.numba import _norms
+
+    key = registry.NormKey("rmsnorm_bwd", *BF16)
+    loads = []
+    for ctas, keep in ((1, True), (2, False)):
+        cfg = registry._one_cta_general(key, 6152, 16, 2, 8, ctas, False)
+        spec = planner.norm_spec(cfg, 6152, cfg.num_elts, planner.DeviceLimits(sm_count=132))
+        reread, lean, _ = _norms._backward_form(spec)
+        assert lean and reread and _norms._backward_keeps_words(spec, reread) == keep
+        ptx = compile_ptx(spec)
+        ptx = ptx[ptx.index(".entry") :]
+        loads.append((ptx_count(ptx, r"ld\.global\.nc\.v4"), ptx_count(ptx, r"ld\.global\.v4")))
+    # kept: x, dy and gamma, then gamma again, each of the 4 vectors unrolled; none plain
+    assert loads[0] == (16, 0)
+    assert loads[1][1] > 0
+
+
 @needs_sim
 @pytest.mark.parametrize(
     "op, dtypes, cols, kind, add",
@@ -986,28 +1031,35 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
 
 @needs_sim
 @pytest.mark.parametrize(
-    "op, dtype, wm, wn, hidden, cols, rows, add, pf",
+    "op, dtype, wm, wn, hidden, cols, rows, add, pf, ctas, keep",
     [
-        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False),  # warp 1: 44 columns, a vector of 4
-        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, True),
-        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, True),  # warps 1-3 without columns
-        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, True),  # 32 elements: gamma re-read
-        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False, False),  # one row: a partial vector of 3
+        # warp 1: 44 columns, a vector of 4
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False, 1, True),
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, True, 1, True),
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False, 32, False),  # 32 registers
+        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, True, 1, True),  # warps 1-3 without columns
+        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, False, 16, False),
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, True, 1, True),  # 32: gamma re-read
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, False, 16, False),
+        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False, False, 1, True),  # one row, a vector of 3
     ],
 )
-def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add, pf):
+def test_general_backward_lean(
+    monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add, pf, ctas, keep
+):
     """General 16-bit backwards take the lean form (x and dy kept as loaded, the columns past
-    the row end as 0 bits, read again with bounds checks for dx): partial and empty warps,
-    partial vectors, several row trips, the fused add, entries that ask for the pipeline
-    (``pf``; the lean general kernel ignores it) and entries that do not; fp32 rows keep the
-    wide form."""
+    the row end as 0 bits; dx from the kept words where they fit under the cap, else read
+    again with bounds checks): partial and empty warps, partial vectors, several row trips,
+    the fused add, entries that ask for the pipeline (``pf``; the lean general kernel ignores
+    it) and entries that do not; fp32 rows keep the wide form."""
     from numba_norms.backends.numba import _norms
 
     dtypes = (dtype,) * 3
     key = registry.NormKey(f"{op}_bwd", *dtypes, add)
     cfg = registry.NormConfig.general_for(
-        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured", prefetch=pf
-    )
+        key, hidden, warps_m=wm, warps_n=wn, bytes_per_ldg=16, origin="measured", prefetch=pf,
+        min_ctas_per_sm=ctas,
+    )  # fmt: skip
     x, g, b, dy = inputs(rows, cols, dtypes, cols + rows, zero_centered=True)
     add_in = rounded(np.random.default_rng(5).standard_normal((rows, cols)), dtype) if add else None
     _, mu, rs, _ = run_forward(op, dtypes, x, g, b, zero_centered=True)
@@ -1015,7 +1067,9 @@ def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, row
     dx, dg, db, plan = run_backward(op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True)
     spec = plan.spec
     assert spec.config is cfg and spec.general
-    assert _norms._backward_form(spec)[1:] == (True, False)  # no pipeline, asked (pf) or not
+    reread, lean, pipeline = _norms._backward_form(spec)
+    assert lean and not pipeline  # no pipeline, asked (pf) or not
+    assert _norms._backward_keeps_words(spec, reread) == keep
     fp32 = dataclasses.replace(spec, config=dataclasses.replace(cfg, input="fp32", output="fp32"))
     assert not _norms._backward_form(fp32)[1]
     assert rows == 1 or plan.row_iterations >= 2
@@ -1033,10 +1087,10 @@ def test_general_backward_lean(monkeypatch, op, dtype, wm, wn, hidden, cols, row
     ],
 )
 def test_backward_lean_form(monkeypatch, op, dtypes, add, cols, min_ctas):
-    """The lean backward (x and dy kept as loaded, read again for dx one vector at a time)
-    over several row trips with a partial last one: 16-64 element slices under register caps
-    (32 or 8 one-warp CTAs an SM: 64 or 248 registers) the wide form exceeds; the entry's
-    pipeline is not run."""
+    """The lean backward (x and dy kept as loaded; for dx widened again where the words fit
+    the cap, else read again one vector at a time) over several row trips with a partial last
+    one: 16-64 element slices under register caps (32 or 8 one-warp CTAs an SM: 64 or 248
+    registers) the wide form exceeds; the entry's pipeline is not run."""
     from numba_norms.backends.numba import _norms
 
     weight, inp, out = dtypes

@@ -74,6 +74,7 @@ __all__ = [
     "occupancy_backward",
     "store_cubins",
     "occupancy_forward",
+    "runs_pipeline",
 ]
 
 SIMULATOR = bool(_numba_cuda_config.ENABLE_CUDASIM)
@@ -1542,11 +1543,13 @@ def _register_cap(spec: NormSpec) -> int:
 
 def _backward_lean(spec: NormSpec, reread: bool) -> bool:
     """Whether the backward kernel takes its lean form: x and dy are kept as loaded (storage
-    words, widened where used) until the row sums are taken, and the dx pass reads them again
-    (from L1 or L2; the DRAM traffic is unchanged) instead of holding x-hat and dy * gamma in
-    fp32 across the row reduction. (The NVRTC kernel keeps its words across the reduction and
-    hides them from the compiler with an empty asm; Numba's PTX let ptxas merge the two passes
-    again: 564 B of spills at layernorm_bwd 16384 against 144 B with the second read.)
+    words, widened where used) until the row sums are taken, and the dx pass widens the kept
+    words again where they fit (:func:`_backward_keeps_words`) or reads them again (from L1 or
+    L2; the DRAM traffic is unchanged) instead of holding x-hat and dy * gamma in fp32 across
+    the row reduction. (The NVRTC kernel keeps its words across the reduction and hides them
+    from the compiler with an empty asm; in Numba's PTX ptxas merged the two passes again at
+    layernorm_bwd 16384, 64 elements a thread: 564 B of spills against 144 B with the second
+    read.)
 
     Tuned (vector) slices whose wide form exceeds the entry's register cap: 2 * NV for x-hat
     and dy * gamma, NV (dgamma) or 2 * NV (+ dbeta) partial sums, NV held gamma unless re-read,
@@ -1635,6 +1638,33 @@ def _backward_form(spec: NormSpec) -> tuple[bool, bool, bool]:
     return reread, lean, not lean and _backward_prefetch(spec, reread)
 
 
+def _backward_keeps_words(spec: NormSpec, reread: bool) -> bool:
+    """Whether the lean backward's dx pass widens this row's words again, kept in registers
+    across the row reductions (behind an empty asm, as NVRTC's lean kernel), instead of reading
+    the row again: where the words (NV for 16-bit x and dy), the partial sums (NV, LayerNorm
+    2 * NV), gamma unless re-read (NV) and 64 for addresses, bounds checks and temporaries fit
+    under the entry's cap.
+
+    The second read sits in a dx loop NVVM leaves rolled (three checked loads a vector), so a
+    row waits for its L1 round trips one vector after another (ncu, H100, session 56:
+    rmsnorm_bwd bf16 12296 78 M L1 sectors against NVRTC's 26 M on the same 1 x 16 shape).
+    Kept words unroll it; where they do not fit, ptxas spills them and the kernel is slower.
+    H100, session 56 (calls 2-3, each two rounds), kept words against the second read, bf16:
+    layernorm_bwd 1.11-1.14x at 2056 / 3080 / 6152 (count 96 + 64 of 255, 64 + 64 of 128) and
+    1.13x at 46336 (TE's several-CTA entry), rmsnorm_bwd 1.11-1.12x at 2056, 1.04x at 3080,
+    1.07x at 4104, 1.03-1.05x at 6152, 1.11x at 46336, 0.98-0.99x at 12296 (64 + 64 of 128);
+    fp16 alike. Past the count: layernorm_bwd 0.97 / 0.89 / 0.78 / 0.58x at 4104 / 8200 /
+    12296 / 18944 (96-120 + 64 of 128), rmsnorm_bwd 0.78 / 0.73x at 8200 / 18944 (80 + 64),
+    the tuned layernorm_bwd 2560 0.84x (64 + 64 of 96); the tuned 12288 (96 + 64 of 128) ran
+    1.06x with 184 B of spills, left out by the count.
+    """
+    cfg = spec.config
+    nv = spec.num_elts * spec.ldgs
+    words = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
+    sums = nv if cfg.is_rms else 2 * nv
+    return words + sums + (0 if reread else nv) + 64 <= _register_cap(spec)
+
+
 def _backward_kernel(
     spec: NormSpec, multi: bool, hw_cvt: bool, dependent: bool, clusters: bool = False
 ):
@@ -1655,6 +1685,7 @@ def _backward_kernel(
     SM = 2 * WM * WN * 2
     RED = WM * WN * 32 if _SIM else 1
     REREAD, LEAN, PREFETCH = _backward_form(spec)
+    KEEP = LEAN and _backward_keeps_words(spec, REREAD)  # dx from this row's words
     PACKED_NEXT = PREFETCH and _backward_packs(spec)  # the next row kept as loaded (words)
     # words a vector of x / dy packs into (the lean form, the packed next row)
     XW = _words_per(cfg.input, NE, _SIM)
@@ -1665,8 +1696,8 @@ def _backward_kernel(
     NXWN = LDGS * XW if PACKED_NEXT else 1
     NDWN = LDGS * DW if PACKED_NEXT else 1
     NVN = NV if PREFETCH and not PACKED_NEXT else 1
-    XW2 = XW if LEAN else 1  # (scalar bf16 slices have no whole word)
-    DW2 = DW if LEAN else 1
+    XW2 = XW if LEAN and not KEEP else 1  # (scalar bf16 slices have no whole word)
+    DW2 = DW if LEAN and not KEEP else 1
     ld, ldw, ldw_again, st = _accessors(GENERAL, _stores(hw_cvt))
     launch_dependents, wait_primary = dependent_launch(dependent)
     exchange = _exchange_for(clusters)
@@ -1722,7 +1753,7 @@ def _backward_kernel(
         # lean form: this row as loaded
         xw = cuda.local.array(NXW, WORD)
         dyw = cuda.local.array(NDW, WORD)
-        xw2 = cuda.local.array(XW2, WORD)  # one vector read again for dx (lean form)
+        xw2 = cuda.local.array(XW2, WORD)  # one vector read again for dx (lean, not KEEP)
         dyw2 = cuda.local.array(DW2, WORD)
         xt = cuda.local.array(NE, F32)
         dt = cuda.local.array(NE, F32)
@@ -1844,7 +1875,12 @@ def _backward_kernel(
 
             gcol = col0
             if LEAN:
-                # the compiler must read the row again, not keep the first pass's floats
+                # the compiler must not keep the first pass's floats alive across the reductions:
+                # dx widens the kept words (KEEP, through an empty asm) or reads the row again,
+                # and re-reads gamma, at a column it cannot see through
+                if KEEP:
+                    _opq_w(xw, NXW)
+                    _opq_w(dyw, NDW)
                 gcol = _opq_i(col0)
             if valid and LEAN:
                 dxoff = row * dx_stride
@@ -1854,12 +1890,18 @@ def _backward_kernel(
                     gc = gcol + it * step
                     if REREAD:
                         ld(gamma, gc, gv, 0, NE, cols - c)
-                    ldw_again(x, row * x_stride + gc, xw2, 0, NE, cols - c)
-                    ldw_again(dy, row * dy_stride + gc, dyw2, 0, NE, cols - c)
-                    if ADD:
-                        ld(add, addoff + c, at, 0, NE, cols - c)
-                    _unpk(x, xw2, 0, xt, 0, NE)
-                    _unpk(dy, dyw2, 0, dt, 0, NE)
+                    if KEEP:
+                        if ADD:
+                            ld(add, addoff + c, at, 0, NE, cols - c)
+                        _unpk(x, xw, it * XW, xt, 0, NE)
+                        _unpk(dy, dyw, it * DW, dt, 0, NE)
+                    else:
+                        ldw_again(x, row * x_stride + gc, xw2, 0, NE, cols - c)
+                        ldw_again(dy, row * dy_stride + gc, dyw2, 0, NE, cols - c)
+                        if ADD:
+                            ld(add, addoff + c, at, 0, NE, cols - c)
+                        _unpk(x, xw2, 0, xt, 0, NE)
+                        _unpk(dy, dyw2, 0, dt, 0, NE)
                     for k in range(NE):
                         j = it * NE + k
                         g = gv[k] + gadd if REREAD else gs[j]
@@ -2184,6 +2226,16 @@ def _check_op(spec: NormSpec, backward: bool) -> None:
             f"Numba norm kernels: FP8 is supported only as the forward output, got {spec.op} "
             f"with weight={cfg.weight}, input={cfg.input}, output={cfg.output}"
         )
+
+
+def runs_pipeline(spec: NormSpec) -> bool:
+    """Whether the kernel of ``spec`` runs its software pipeline (the next row loaded before
+    this row's sums). An entry's ``prefetch`` asks for it; the kernel takes it only where the
+    registers fit (:func:`_forward_form`, :func:`_backward_form`), so an entry asking for it
+    elsewhere compiles the same kernel as one that does not (sweeps need time only one)."""
+    if spec.config.is_backward:
+        return _backward_form(spec)[2]
+    return _forward_form(spec)[1]
 
 
 def compile_forward(spec: NormSpec, arch: str | None = None, *, amax: bool = False) -> Any:
