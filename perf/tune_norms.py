@@ -372,21 +372,22 @@ def run(args) -> int:
             forced[0] = None
             dispatch._plan_cache.clear()
 
+    def spec_for(c, cols):
+        # general candidates are compiled for the odd row length they are timed on
+        size = c.hidden_size if c.kind == "tuned" else cols
+        return planner.norm_spec(c, size, c.num_elts, limits)
+
     def numba_pipelines(cfg, cols) -> bool:
-        from numba_norms.backends.numba import _norms as numba_norms
+        from numba_norms.backends.numba import _norms as numba_norms  # (NVRTC runs: no Numba)
 
         try:
-            spec = planner.norm_spec(cfg, cols, cfg.num_elts, limits)
+            return numba_norms.runs_pipeline(spec_for(cfg, cols))
         except planner.PlanError:
             return True  # the timed call reports it
-        return numba_norms.runs_pipeline(spec)
 
     def prefetch(cfgs, cols, module):
-        # general candidates are compiled for the odd row length they are timed on
         def spec_of(c):
-            return planner.norm_spec(
-                c, c.hidden_size if c.kind == "tuned" else cols, c.num_elts, limits
-            )
+            return spec_for(c, cols)
 
         if backend == "numba":
             numba_compile_ahead(module, cfgs, spec_of)
