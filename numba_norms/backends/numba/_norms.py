@@ -1572,9 +1572,22 @@ def _backward_lean(spec: NormSpec, reread: bool) -> bool:
     if spec.general:
         return all(registry.itemsize(d) < 4 for d in (cfg.input, cfg.output))
     nv = spec.num_elts * spec.ldgs
-    sums = nv if spec.config.is_rms else 2 * nv
-    wide = 2 * nv + sums + (0 if reread else nv) + 32 + max(0, nv - 32)
+    wide = 2 * nv + _sums_and_gamma(spec, reread) + 32 + max(0, nv - 32)
     return wide > _register_cap(spec)
+
+
+def _sums_and_gamma(spec: NormSpec, reread: bool) -> int:
+    """Registers a backward thread holds across its row loop besides the row itself: the
+    partial sums (dgamma; LayerNorm also dbeta) and gamma unless re-read, NV each."""
+    nv = spec.num_elts * spec.ldgs
+    return nv * ((1 if spec.config.is_rms else 2) + (0 if reread else 1))
+
+
+def _row_words(spec: NormSpec) -> int:
+    """32-bit words of a thread's x and dy slices as loaded (the lean form's row, the packed
+    next row)."""
+    cfg, nv = spec.config, spec.num_elts * spec.ldgs
+    return _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
 
 
 def _backward_packs(spec: NormSpec) -> bool:
@@ -1614,11 +1627,8 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     if not cfg.prefetch:
         return False
     nv = spec.num_elts * spec.ldgs
-    held = nv * (4 + (0 if cfg.is_rms else 1) - (1 if reread else 0))
-    if _backward_packs(spec):
-        nxt = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
-    else:
-        nxt = 2 * nv
+    held = 2 * nv + _sums_and_gamma(spec, reread)  # x and dy in fp32 besides
+    nxt = _row_words(spec) if _backward_packs(spec) else 2 * nv
     return held + nxt + 32 <= _register_cap(spec)
 
 
@@ -1658,11 +1668,7 @@ def _backward_keeps_words(spec: NormSpec, reread: bool) -> bool:
     the tuned layernorm_bwd 2560 0.84x (64 + 64 of 96); the tuned 12288 (96 + 64 of 128) ran
     1.06x with 184 B of spills, left out by the count.
     """
-    cfg = spec.config
-    nv = spec.num_elts * spec.ldgs
-    words = _words_per(cfg.input, nv, False) + _words_per(cfg.output, nv, False)
-    sums = nv if cfg.is_rms else 2 * nv
-    return words + sums + (0 if reread else nv) + 64 <= _register_cap(spec)
+    return _row_words(spec) + _sums_and_gamma(spec, reread) + 64 <= _register_cap(spec)
 
 
 def _backward_kernel(
