@@ -15,6 +15,7 @@ The helpers here are shared with ``tests/gpu/test_numba_norms_gpu.py``.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import operator
 import re
 import time
@@ -924,31 +925,36 @@ def test_ptx_vector_general_kernels(op):
 
 @needs_compiler
 @pytest.mark.parametrize("op", ["layernorm_bwd", "rmsnorm_bwd"])
-def test_ptx_general_lean_no_pipeline(op):
+def test_ptx_general_lean_pipeline(op):
     """A lean general backward whose entry asks for the pipeline (NVRTC's 1 x 4 shape at 4104
-    bf16 columns, 40 elements a thread) compiles as without it: the pipeline ran slower there
-    (session 55)."""
+    bf16 columns, 40 elements a thread) runs it where both rows' words fit beside the kept
+    words (one CTA an SM: 255 registers), each vector of the next row loaded once in the loop
+    besides the first row's before it, and compiles as without it at three CTAs an SM (168)."""
     from numba_norms.backends.numba import _norms
 
     key = registry.NormKey(op, *BF16)
-    specs = [
-        planner.norm_spec(c, 4104, c.num_elts, planner.DeviceLimits(sm_count=132))
-        for c in (registry._one_cta_general(key, 4104, 16, 1, 4, 1, pf) for pf in (True, False))
-    ]
-    assert specs[0].num_elts * specs[0].ldgs == 40
-    assert [_norms._backward_form(s) for s in specs] == [(True, True, False)] * 2
-    # the kernels' code from the entry on, without the per-build name parts
-    with_pf, without = (
-        re.sub(r"B\d+v\d+B|_cudapy_smem_\d+", "#", ptx[ptx.index(".entry") :])
-        for ptx in map(compile_ptx, specs)
-    )
-    assert with_pf == without and ".local" not in with_pf
+    limits = planner.DeviceLimits(sm_count=132)
+    ptxs = {}
+    for ctas, pf in itertools.product((1, 3), (True, False)):
+        cfg = registry._one_cta_general(key, 4104, 16, 1, 4, ctas, pf)
+        spec = planner.norm_spec(cfg, 4104, cfg.num_elts, limits)
+        assert spec.num_elts * spec.ldgs == 40
+        assert _norms._backward_form(spec) == (True, True, pf and ctas == 1)
+        # the kernel's code from the entry on, without the per-build name parts
+        ptx = compile_ptx(spec)
+        ptxs[ctas, pf] = re.sub(r"B\d+v\d+B|_cudapy_smem_\d+", "#", ptx[ptx.index(".entry") :])
+    assert ptxs[3, True] == ptxs[3, False]
+    assert not any(".local" in p for p in ptxs.values())
+    loads = {k: ptx_count(p, r"ld\.global\.nc\.v4") for k, p in ptxs.items()}
+    # 5 vectors each of x and dy, gamma twice (re-read); the pipeline's x and dy twice
+    assert loads[1, False] == 20 and loads[1, True] == 30
 
 
 def test_runs_pipeline_follows_the_register_rule():
     """What ``tune_norms.py --backend numba`` asks before timing an entry's pipeline: the
     kernel runs it only where the form rules take it (the tuned layernorm_bwd bf16 4096 entry
-    does; a lean general backward asking for it does not, so the sweep times it once)."""
+    does; a lean general backward does where two rows' words fit, at one CTA an SM, and not at
+    three, so the sweep times that one once)."""
     from numba_norms.backends.numba import _norms
 
     limits = planner.DeviceLimits(sm_count=132)
@@ -957,7 +963,9 @@ def test_runs_pipeline_follows_the_register_rule():
     general = registry._one_cta_general(key, 4104, 16, 1, 4, 1, True)
     assert tuned.prefetch and general.prefetch
     assert _norms.runs_pipeline(planner.norm_spec(tuned, 4096, 8, limits))
-    assert not _norms.runs_pipeline(planner.norm_spec(general, 4104, general.num_elts, limits))
+    assert _norms.runs_pipeline(planner.norm_spec(general, 4104, general.num_elts, limits))
+    three = dataclasses.replace(general, min_ctas_per_sm=3)  # 40 + 40 + 80 + 64 > 168
+    assert not _norms.runs_pipeline(planner.norm_spec(three, 4104, general.num_elts, limits))
     fwd = registry.NormConfig.tuned_for(
         registry.NormKey("rmsnorm_fwd", *BF16), 4096, ctas_per_row=1, warps_m=1, warps_n=4,
         origin="measured", prefetch=True,
@@ -1003,7 +1011,7 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
     """The software pipeline (next row loaded before this row's reductions, kept as loaded; a
     general fp32 row's words past the row end as 0) over several row trips with a partial last
     one, on a slice long enough (32 elements) to re-read gamma. (The general bf16 kernel takes
-    the lean form instead, which does not pipeline.)"""
+    the lean form, whose pipeline keeps both rows' words.)"""
     weight, inp, out = dtypes
     key = registry.NormKey(f"{op}_bwd", weight, inp, out, add)
     if kind == "tuned":
@@ -1025,33 +1033,40 @@ def test_backward_pipeline_and_reread_gamma(monkeypatch, op, dtypes, cols, kind,
         op, dtypes, dy, x, mu, rs, g, add=add_in, zero_centered=True, general=kind != "tuned"
     )
     assert plan.spec.config.prefetch and plan.spec.ldgs * plan.spec.num_elts == 32
+    reread, lean, pipeline = _norms._backward_form(plan.spec)
+    assert reread and pipeline and lean == (kind == "general" and dtypes == BF16)
     assert plan.row_iterations >= 3
     check_backward(op, dtypes, dy, x, mu, rs, g, dx, dg, db, add=add_in, zero_centered=True)
 
 
 @needs_sim
 @pytest.mark.parametrize(
-    "op, dtype, wm, wn, hidden, cols, rows, add, pf, ctas, keep",
+    "op, dtype, wm, wn, hidden, cols, rows, add, pf, ctas, keep, pipe",
     [
         # warp 1: 44 columns, a vector of 4
-        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False, 1, True),
-        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, True, 1, True),
-        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False, 32, False),  # 32 registers
-        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, True, 1, True),  # warps 1-3 without columns
-        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, False, 16, False),
-        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, True, 1, True),  # 32: gamma re-read
-        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, False, 16, False),
-        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False, False, 1, True),  # one row, a vector of 3
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False, 1, True, False),
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, True, 1, True, True),
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, False, 32, False, False),  # 32 registers
+        ("layernorm", "bf16", 1, 2, 512, 300, 7, False, True, 32, False, False),
+        # warps 1-3 without columns
+        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, True, 1, True, True),
+        ("rmsnorm", "bf16", 1, 4, 1024, 200, 5, True, False, 16, False, False),
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, True, 1, True, True),  # gamma re-read
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, False, 16, False, False),
+        # 32 elements: words fit (32 + 64 + 64 of 168), two rows' words do not (64 + 64 + 64)
+        ("layernorm", "fp16", 2, 2, 2048, 1900, 9, False, True, 3, True, False),
+        ("rmsnorm", "fp16", 1, 1, 256, 203, 1, False, False, 1, True, False),  # one row, 3 wide
     ],
 )
 def test_general_backward_lean(
-    monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add, pf, ctas, keep
+    monkeypatch, op, dtype, wm, wn, hidden, cols, rows, add, pf, ctas, keep, pipe
 ):
     """General 16-bit backwards take the lean form (x and dy kept as loaded, the columns past
     the row end as 0 bits; dx from the kept words where they fit under the cap, else read
     again with bounds checks): partial and empty warps, partial vectors, several row trips,
-    the fused add, entries that ask for the pipeline (``pf``; the lean general kernel ignores
-    it) and entries that do not; fp32 rows keep the wide form."""
+    the fused add, entries that ask for the pipeline (``pf``: the next row's words loaded
+    during this row where both rows' words fit, ``pipe``) and entries that do not; fp32 rows
+    keep the wide form."""
     from numba_norms.backends.numba import _norms
 
     dtypes = (dtype,) * 3
@@ -1068,7 +1083,7 @@ def test_general_backward_lean(
     spec = plan.spec
     assert spec.config is cfg and spec.general
     reread, lean, pipeline = _norms._backward_form(spec)
-    assert lean and not pipeline  # no pipeline, asked (pf) or not
+    assert lean and pipeline == pipe
     assert _norms._backward_keeps_words(spec, reread) == keep
     fp32 = dataclasses.replace(spec, config=dataclasses.replace(cfg, input="fp32", output="fp32"))
     assert not _norms._backward_form(fp32)[1]

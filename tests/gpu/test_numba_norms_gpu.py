@@ -210,3 +210,29 @@ def test_backward_sums_in_shared_memory(monkeypatch, op, cols, ctas, warps_n, w,
     )
     _, bplan = _fwd_bwd(op, dtypes, 40, cols, general=False, seed=5)
     assert bplan.spec.config is cfg and bplan.ctas_per_row == ctas
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize(
+    "op, cols, warps_n, add",
+    [("layernorm", 4104, 4, False), ("layernorm", 8200, 8, False), ("rmsnorm", 8200, 8, True)],
+)
+def test_general_lean_backward_pipeline(monkeypatch, op, cols, warps_n, add, dtype):
+    """The lean general backward's pipeline (the next row's words loaded beside this row's
+    kept words; 40 elements a thread at one CTA an SM), over several row trips with a partial
+    last vector, the fused add included."""
+    from numba_norms.backends.numba import _norms
+
+    dtypes = SAME[dtype]
+    key = registry.NormKey(f"{op}_bwd", *dtypes, add)
+    cfg = registry._one_cta_general(key, cols, 16, 1, warps_n, 1, True)
+    select = registry.select_norm
+    monkeypatch.setattr(
+        registry,
+        "select_norm",
+        lambda k, *a, **kw: cfg if k.op.endswith("_bwd") else select(k, *a, **kw),
+    )
+    _, bplan = _fwd_bwd(op, dtypes, 1500, cols, general=True, add=add, seed=9)
+    assert bplan.spec.config is cfg and bplan.spec.num_elts * bplan.spec.ldgs == 40
+    assert _norms._backward_form(bplan.spec) == (True, True, True)
+    assert bplan.row_iterations >= 3

@@ -1617,11 +1617,12 @@ def _backward_prefetch(spec: NormSpec, reread: bool) -> bool:
     beside x, dy, dgamma (+ dbeta) and gamma (unless re-read) in fp32, plus ~32 for addresses
     and sums. With the next row in fp32 every other measured bf16 pipeline spilled (ptxas
     through nvJitLink: layernorm_bwd 1024 / 4096 / 8192 40-120 B, rmsnorm_bwd 4096 80 B, 65536
-    1380 B; none without it). The lean form does not pipeline: its next row's loads pushed this
-    row out of L1 before dx read it again (H200, run 26: rmsnorm_bwd 16384 2750 -> 2390 GB/s).
-    Nor does the lean general one: where its next row's words fit it ran 1.03-1.33x slower
-    (H100, session 55, `tune_norms.py --backend numba --general`: layernorm_bwd bf16 4104, 1 x 4
-    at 1-2 CTAs an SM 191 -> 235 us; rmsnorm_bwd 12296 1 x 16 522 -> 550 us).
+    1380 B; none without it). The lean form pipelines only from kept words
+    (:func:`_lean_prefetch`): with the second read the next row's loads pushed this row out of
+    L1 before dx read it again (H200, run 26: rmsnorm_bwd 16384 2750 -> 2390 GB/s; H100,
+    session 55, `tune_norms.py --backend numba --general`, lean general rows whose next row's
+    words fit: 1.03-1.33x slower, layernorm_bwd bf16 4104 1 x 4 at 1-2 CTAs an SM 191 -> 235 us,
+    rmsnorm_bwd 12296 1 x 16 522 -> 550 us).
     """
     cfg = spec.config
     if not cfg.prefetch:
@@ -1645,7 +1646,31 @@ def _backward_form(spec: NormSpec) -> tuple[bool, bool, bool]:
     """
     reread = spec.num_elts * spec.ldgs >= 32
     lean = _backward_lean(spec, reread)
-    return reread, lean, not lean and _backward_prefetch(spec, reread)
+    if lean:
+        return reread, True, _lean_prefetch(spec, reread)
+    return reread, False, _backward_prefetch(spec, reread)
+
+
+def _lean_prefetch(spec: NormSpec, reread: bool) -> bool:
+    """Whether the lean backward runs the entry's software pipeline: the next row's words
+    loaded after this row's sums, beside this row's kept words (:func:`_backward_keeps_words`),
+    where both rows' words, the partial sums, gamma unless re-read and 64 (+ NV - 32 past 32
+    elements) fit under the cap. Without kept words it does not: the second read of this row
+    then found it pushed out of L1 by the next row's loads (:func:`_backward_prefetch`).
+
+    Not timed yet (session 57 had no GPU). No served entry asks for it, so only
+    `tune_norms.py --backend numba --general` meets it, timed beside the same shapes without
+    it. Its SASS at layernorm_bwd 4104 on 1 x 4 warps issues the next row's loads before the
+    row's shuffles, as NVRTC's pipelined kernel on that shape does.
+
+    ptxas through nvJitLink, bf16, one CTA an SM (cap 255): no spills at layernorm_bwd 4104 /
+    8200 (40 elements, 254 registers) or rmsnorm_bwd 8200 (40, 242); rmsnorm_bwd 12296 at 56
+    elements (112 + 56 + 64 of 255 without the NV - 32) spilled 68 B."""
+    if not (spec.config.prefetch and _backward_keeps_words(spec, reread)):
+        return False
+    nv = spec.num_elts * spec.ldgs
+    held = 2 * _row_words(spec) + _sums_and_gamma(spec, reread) + 64 + max(0, nv - 32)
+    return held <= _register_cap(spec)
 
 
 def _backward_keeps_words(spec: NormSpec, reread: bool) -> bool:
@@ -1793,7 +1818,10 @@ def _backward_kernel(
         if PREFETCH and trips > 0:
             # warps past the last row load a real row (no garbage) but store nothing
             lrow = min(group * WM + warp_m, rows - 1)
-            load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
+            if LEAN:
+                load_words(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xw, dyw)
+            else:
+                load_row(x, dy, lrow, x_stride, dy_stride, col0, step, cols, xs, dys)
             rnext = rsigma[lrow]
             mnext = _ZERO if RMS else mu[lrow]
         for t in range(trips):
@@ -1938,7 +1966,12 @@ def _backward_kernel(
                             v += at[k]
                         xs[j] = v
                     st(dx, dxoff + c, xs, it * NE, NE, cols - c)
-            if PACKED_NEXT:
+            if PACKED_NEXT and LEAN:  # the next row's words become this row's
+                for i in range(NXW):
+                    xw[i] = xwn[i]
+                for i in range(NDW):
+                    dyw[i] = dywn[i]
+            elif PACKED_NEXT:
                 for it in range(LDGS):
                     _unpk(x, xwn, it * XW, xs, it * NE, NE)
                     _unpk(dy, dywn, it * DW, dys, it * NE, NE)
