@@ -1641,8 +1641,8 @@ def _backward_form(spec: NormSpec) -> tuple[bool, bool, bool]:
     spilled 344 B and layernorm_bwd 16384 (64 elements) 1052 B (ptxas -v through nvJitLink).
     Fewer is slower although it spills less: general backwards re-reading from 16 / 24 elements
     ran layernorm_bwd 0.88-0.94x, rmsnorm_bwd 0.93-1.05x (H100, session 55, bf16 / fp16).
-    The lean form and the pipeline follow from it (:func:`_backward_lean`,
-    :func:`_backward_prefetch`).
+    The lean form and the pipeline follow from it (:func:`_backward_lean`; the wide form's
+    pipeline :func:`_backward_prefetch`, the lean form's :func:`_lean_prefetch`).
     """
     reread = spec.num_elts * spec.ldgs >= 32
     lean = _backward_lean(spec, reread)
