@@ -56,7 +56,7 @@ from ...planner import (
 )
 from ..common import NORM_BWD_PARAMS, NORM_FINALIZE_PARAMS, NORM_FWD_PARAMS
 from . import _cubin
-from ._rowops import PAIR_ALIGN, cluster_ops, dependent_launch, div32
+from ._rowops import PAIR_ALIGN, cluster_ops, copy_words, dependent_launch, div32
 from ._rowops import st_cluster2 as _st_cluster2
 
 __all__ = [
@@ -1730,6 +1730,7 @@ def _backward_kernel(
     XW2 = XW if LEAN and not KEEP else 1  # (scalar bf16 slices have no whole word)
     DW2 = DW if LEAN and not KEEP else 1
     ld, ldw, ldw_again, st = _accessors(GENERAL, _stores(hw_cvt))
+    copy_xw, copy_dw = copy_words(NXW), copy_words(NDW)  # the pipelined lean form's next row
     launch_dependents, wait_primary = dependent_launch(dependent)
     exchange = _exchange_for(clusters)
     CL = WM * _CL_SLOTS * 2 if multi else 1
@@ -1967,10 +1968,8 @@ def _backward_kernel(
                         xs[j] = v
                     st(dx, dxoff + c, xs, it * NE, NE, cols - c)
             if PACKED_NEXT and LEAN:  # the next row's words become this row's
-                for i in range(NXW):
-                    xw[i] = xwn[i]
-                for i in range(NDW):
-                    dyw[i] = dywn[i]
+                copy_xw(xw, 0, xwn, 0)
+                copy_dw(dyw, 0, dywn, 0)
             elif PACKED_NEXT:
                 for it in range(LDGS):
                     _unpk(x, xwn, it * XW, xs, it * NE, NE)
