@@ -26,3 +26,30 @@ ab() {
     --target-ms 4
   cut -d, -f1-7 "$dir/summary.csv"
 }
+
+# A variant of this tree for A/B: the package and the bench scripts copied under
+# ${VARIANTS:-/tmp/variants}/NAME (NAME: the diff's file name without .diff), with a unified
+# diff (a/ b/ paths from the repository root, as `git diff` writes) applied; prints its path.
+#   variant_tree DIFF
+variant_tree() {
+  local diff tree
+  diff="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+  tree="${VARIANTS:-/tmp/variants}/$(basename "$1" .diff)"
+  rm -rf "$tree" && mkdir -p "$tree/perf" || return 1
+  cp -r numba_norms rtc pyproject.toml "$tree/" || return 1
+  cp perf/bench.py perf/_bench_*.py perf/ab_bench.sh perf/ab_summary.py "$tree/perf/" || return 1
+  (cd "$tree" && git apply -p1 "$diff") || return 1
+  echo "$tree"
+}
+
+# Same-run A/B of variant_tree DIFF (new) against this tree (old), as ab.
+#   abv DIFF DIR TIMEOUT_S bench.py-args...
+abv() {
+  local tree dir=$2 limit=$3
+  tree=$(variant_tree "$1") || return 1
+  shift 3
+  OLD=$PWD ROUNDS=${ROUNDS:-2} SITE=/tmp/site BENCH_TIMEOUT=$limit \
+    bash "$tree/perf/ab_bench.sh" "$dir" "$@" --no-torch --no-stream --no-jit --no-host \
+    --no-liger --target-ms 4
+  cut -d, -f1-7 "$dir/summary.csv"
+}

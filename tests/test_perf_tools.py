@@ -326,3 +326,45 @@ def test_targets_report(tmp_path):
         and "0.75x" in rows["host cost a call (host.csv)"]
     )
     assert "- layernorm_bwd bf16 4096: 93.0% (check failed)" in r.stdout
+
+
+def test_variant_tree_applies_a_diff(tmp_path):
+    """``variant_tree`` of perf/device_env.sh (the GPU calls' A/B of a variant): a copy of the
+    package and the bench scripts with a ``git diff``-style patch applied, the tree itself
+    untouched; a patch that does not apply fails the call."""
+    import difflib
+    import shutil
+
+    repo = tmp_path / "repo"
+    files = ("numba_norms/x.py", "rtc/y.py", "pyproject.toml", "perf/bench.py")
+    files += ("perf/_bench_cases.py", "perf/ab_bench.sh", "perf/ab_summary.py")
+    for rel in files:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(f"{rel}\n1\n2\n")
+    shutil.copy(ROOT / "perf" / "device_env.sh", repo / "perf" / "device_env.sh")
+    old = (repo / "numba_norms/x.py").read_text()
+    new = old.replace("\n1\n", "\none\n")
+    patch = "".join(
+        difflib.unified_diff(
+            old.splitlines(True), new.splitlines(True), "a/numba_norms/x.py", "b/numba_norms/x.py"
+        )
+    )
+    good, bad = tmp_path / "v1.diff", tmp_path / "v2.diff"
+    good.write_text(patch)
+    bad.write_text(patch.replace("\n-1\n", "\n-zzz\n"))
+    env = {**os.environ, "VARIANTS": str(tmp_path / "variants")}
+
+    def variant_tree(diff):
+        return subprocess.run(
+            ["bash", "-c", f'. perf/device_env.sh && variant_tree "{diff}"'],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    out = variant_tree(good)
+    assert out.returncode == 0, out.stderr
+    tree = Path(out.stdout.strip().splitlines()[-1])
+    assert tree == tmp_path / "variants" / "v1"
+    assert (tree / "numba_norms/x.py").read_text() == new != old
+    assert (repo / "numba_norms/x.py").read_text() == old
+    assert all((tree / rel).read_text() == (repo / rel).read_text() for rel in files[1:])
+    assert variant_tree(bad).returncode != 0
