@@ -1655,8 +1655,9 @@ def _lean_prefetch(spec: NormSpec, reread: bool) -> bool:
     """Whether the lean backward runs the entry's software pipeline: the next row's words
     loaded after this row's sums, beside this row's kept words (:func:`_backward_keeps_words`),
     where both rows' words, the partial sums, gamma unless re-read and 64 (+ NV - 32 past 32
-    elements) fit under the cap. Without kept words it does not: the second read of this row
-    then found it pushed out of L1 by the next row's loads (:func:`_backward_prefetch`).
+    elements) fit under the cap. Without kept words it does not: with the second read of this
+    row it ran slower, probably as the next row's loads pushed the row out of L1
+    (:func:`_backward_prefetch`).
 
     Not timed yet (session 57 had no GPU). No served entry asks for it, so only
     `tune_norms.py --backend numba --general` meets it, timed beside the same shapes without
