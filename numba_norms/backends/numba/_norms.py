@@ -2269,7 +2269,7 @@ def _check_op(spec: NormSpec, backward: bool) -> None:
 
 def runs_pipeline(spec: NormSpec) -> bool:
     """Whether the kernel of ``spec`` runs its software pipeline (the next row loaded before
-    this row's sums). An entry's ``prefetch`` asks for it; the kernel takes it only where the
+    this row's reductions). An entry's ``prefetch`` asks for it; the kernel takes it only where the
     registers fit (:func:`_forward_form`, :func:`_backward_form`), so an entry asking for it
     elsewhere compiles the same kernel as one that does not (sweeps need time only one)."""
     if spec.config.is_backward:
