@@ -1,0 +1,119 @@
+// Prototype (perf only, not a library kernel): a norm forward for 16-bit rows whose starts are
+// not 16-byte aligned (an odd hidden size). Each row is read through the 16-byte vectors that
+// cover it, counted from the array's aligned base, so every load is a whole vector; the
+// elements of a neighbouring row in the first and last vector are masked out of the sums and
+// never written. gamma / beta sit in shared memory, since a row's columns fall on a different
+// lane of the vector in each row (row r starts r * cols elements from the base).
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+template <typename T> struct Conv;
+template <> struct Conv<__half> {
+  static __device__ float f(__half v) { return __half2float(v); }
+  static __device__ __half t(float v) { return __float2half_rn(v); }
+};
+template <> struct Conv<__nv_bfloat16> {
+  static __device__ float f(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __nv_bfloat16 t(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <int THREADS>
+__device__ float block_sum(float v, float* red) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  constexpr int W = THREADS / 32;
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  __syncthreads();  // red is reused by the next reduction
+  if (l == 0) red[w] = v;
+  __syncthreads();
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < W; ++i) s += red[i];
+  return s;
+}
+
+// x, y: rows x cols, contiguous, x and y 16-byte aligned at element 0.
+template <typename T, int THREADS, int NV, bool LN>
+__global__ void __launch_bounds__(THREADS)
+norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta,
+              T* __restrict__ y, float* __restrict__ mu_out, float* __restrict__ rs_out,
+              int rows, int cols, float eps) {
+  constexpr int E = 16 / sizeof(T);
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* sg = reinterpret_cast<T*>(smem);
+  T* sb = sg + cols;
+  __shared__ float red[THREADS / 32];
+  for (int c = threadIdx.x; c < cols; c += THREADS) {
+    sg[c] = gamma[c];
+    if (LN) sb[c] = beta[c];
+  }
+  __syncthreads();
+  const long long total = (long long)rows * cols;
+  const float inv = 1.f / cols;
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    const long long start = (long long)r * cols, end = start + cols;
+    const long long a0 = start & ~(long long)(E - 1);
+    float v[NV][E];
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const long long e0 = a0 + (long long)(threadIdx.x + k * THREADS) * E;
+      if (e0 < end && e0 + E <= total) {
+        uint4 w = __ldg(reinterpret_cast<const uint4*>(x + e0));
+        const T* p = reinterpret_cast<const T*>(&w);
+#pragma unroll
+        for (int i = 0; i < E; ++i) v[k][i] = Conv<T>::f(p[i]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i) v[k][i] = (e0 + i < end) ? Conv<T>::f(x[e0 + i]) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < E; ++i)
+        if (e0 + i < start || e0 + i >= end) v[k][i] = 0.f;
+    }
+    float mean = 0.f;
+    if (LN) {
+      float s = 0.f;
+#pragma unroll
+      for (int k = 0; k < NV; ++k)
+#pragma unroll
+        for (int i = 0; i < E; ++i) s += v[k][i];
+      mean = block_sum<THREADS>(s, red) * inv;
+    }
+    float q = 0.f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const long long e0 = a0 + (long long)(threadIdx.x + k * THREADS) * E;
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const bool in = e0 + i >= start && e0 + i < end;
+        const float d = in ? v[k][i] - mean : 0.f;
+        q += d * d;
+      }
+    }
+    const float rs = rsqrtf(block_sum<THREADS>(q, red) * inv + eps);
+    if (threadIdx.x == 0) {
+      rs_out[r] = rs;
+      if (LN) mu_out[r] = mean;
+    }
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const long long e0 = a0 + (long long)(threadIdx.x + k * THREADS) * E;
+      if (e0 >= end) continue;
+      T o[E];
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const long long c = e0 + i - start;
+        const bool in = c >= 0 && c < cols;
+        const float g = in ? Conv<T>::f(sg[c]) : 0.f;
+        const float b = (LN && in) ? Conv<T>::f(sb[c]) : 0.f;
+        o[i] = Conv<T>::t((v[k][i] - mean) * rs * g + b);
+      }
+      if (e0 >= start && e0 + E <= end) {
+        *reinterpret_cast<uint4*>(y + e0) = *reinterpret_cast<const uint4*>(o);
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+          if (e0 + i >= start && e0 + i < end) y[e0 + i] = o[i];
+      }
+    }
+  }
+}

@@ -1,0 +1,132 @@
+"""Prototype timing (session 58): a norm forward for 16-bit rows of an odd hidden size that reads
+each row through whole 16-byte vectors counted from the array's aligned base (neighbouring rows'
+elements masked out), gamma / beta in shared memory, against the library's path for such rows
+(vectors as wide as the row's alignment: scalar for an odd size) and a same-size copy.
+
+    python3 perf/peel/peel_probe.py [--cols 5003 2053 12289] [--dtypes fp16 bf16]
+
+Prints one line per (op, dtype, cols, implementation): median us, GB/s (x read + y written),
+% of the same run's copy, and the largest difference from a float64 reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import numba_norms as nn  # noqa: E402
+import rtc  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CT = {"fp16": ("__half", torch.float16), "bf16": ("__nv_bfloat16", torch.bfloat16)}
+# (threads, vectors a thread) tried per row length: the cover of a row is at most
+# ceil(cols / 8) + 1 vectors.
+SHAPES = {2053: ((64, 5), (128, 3)), 5003: ((128, 5), (256, 3)), 12289: ((256, 7), (512, 4))}
+
+
+def timed(fn, n: int = 30) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    return float(np.median(ts))
+
+
+def reference(x, g, b, ln: bool, eps: float) -> np.ndarray:
+    xd = x.double().cpu().numpy()
+    mu = xd.mean(1, keepdims=True) if ln else 0.0
+    d = xd - mu
+    rs = 1.0 / np.sqrt((d * d).mean(1, keepdims=True) + eps)
+    out = d * rs * g.double().cpu().numpy()
+    return out + b.double().cpu().numpy() if ln else out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cols", type=int, nargs="+", default=[5003, 2053, 12289])
+    ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"])
+    ap.add_argument("--rows", type=int, default=16384)
+    args = ap.parse_args()
+    src = open(os.path.join(HERE, "peel_probe.cu")).read()
+    props = torch.cuda.get_device_properties(0)
+    arch = f"sm_{props.major}{props.minor}"
+    print(f"{props.name} {arch} {props.multi_processor_count} SMs, torch {torch.__version__}")
+    names = []
+    for dt in args.dtypes:
+        for cols in args.cols:
+            for th, nv in SHAPES[cols]:
+                for ln in ("true", "false"):
+                    names.append(f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {ln}>")
+    mod = rtc.compile(src, sorted(set(names)), arch=arch, name="peel_probe.cu", cuda_headers=True)
+    eps = 1e-5
+    rows = args.rows
+    g0 = torch.Generator(device="cuda").manual_seed(0)
+    for dt in args.dtypes:
+        tdt = CT[dt][1]
+        for cols in args.cols:
+            x = torch.randn(rows, cols, device="cuda", generator=g0).to(tdt)
+            g = (1 + 0.1 * torch.randn(cols, device="cuda", generator=g0)).to(tdt)
+            b = (0.1 * torch.randn(cols, device="cuda", generator=g0)).to(tdt)
+            nbytes = 2 * rows * cols * x.element_size()
+            copy_us = timed(lambda: x.clone())
+            print(f"copy {dt} {cols}: {copy_us:.1f} us, {nbytes / copy_us / 1e3:.0f} GB/s")
+            for ln in (True, False):
+                op = "layernorm_fwd" if ln else "rmsnorm_fwd"
+                ref = reference(x, g, b, ln, eps)
+                rows_out = []
+                for backend in ("nvrtc", "numba"):
+                    os.environ.pop("DISABLE_NVRTC", None)
+                    if backend == "numba":
+                        os.environ["DISABLE_NVRTC"] = "1"
+                    if ln:
+                        def lib():
+                            return nn.layernorm_fwd(x, g, b, eps=eps)[0]
+                    else:
+                        def lib():
+                            return nn.rmsnorm_fwd(x, g, eps=eps)[0]
+                    yl = lib()
+                    err = float(np.abs(yl.double().cpu().numpy() - ref).max())
+                    rows_out.append((f"library {nn.last_backend()}", timed(lib), err))
+                os.environ.pop("DISABLE_NVRTC", None)
+                y = torch.empty_like(x)
+                mu = torch.empty(rows, device="cuda")
+                rs = torch.empty(rows, device="cuda")
+                for th, nv in SHAPES[cols]:
+                    k = mod.kernel(f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {str(ln).lower()}>")
+                    smem = cols * x.element_size() * (2 if ln else 1)
+                    grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
+                    s = torch.cuda.current_stream().cuda_stream
+
+                    def peel(k=k, th=th, smem=smem, grid=grid):
+                        rtc.launch(k, grid, th, x.data_ptr(), g.data_ptr(), b.data_ptr(),
+                                   y.data_ptr(), mu.data_ptr(), rs.data_ptr(), np.int32(rows),
+                                   np.int32(cols), np.float32(eps), stream=s, shared_mem=smem)
+                    y.zero_()
+                    peel()
+                    err = float(np.abs(y.double().cpu().numpy() - ref).max())
+                    rows_out.append(
+                        (f"peel {th}x{nv} regs {k.num_regs} grid {grid}", timed(peel), err)
+                    )
+                for label, us, err in rows_out:
+                    print(
+                        f"{op} {dt} {cols} {label:36s} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s "
+                        f"{100 * copy_us / us:5.1f}% of copy  max|err| {err:.3g}"
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
