@@ -50,24 +50,30 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
   const long long total = (long long)rows * cols;
   const float inv = 1.f / cols;
   for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-    const long long start = (long long)r * cols, end = start + cols;
-    const long long a0 = start & ~(long long)(E - 1);
+    const long long start = (long long)r * cols;
+    const T* xr = x + start;
+    T* yr = y + start;
+    // columns are counted from the row's first element: the cover starts lead columns before
+    // it (0 to E - 1), and a whole vector may be read up to column avail (the array's end)
+    const int lead = (int)(start & (E - 1));
+    const long long left = total - start;
+    const int avail = left < 2LL * cols + 2 * E ? (int)left : 2 * cols + 2 * E;
     float v[NV][E];
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
-      const long long e0 = a0 + (long long)(threadIdx.x + k * THREADS) * E;
-      if (e0 < end && e0 + E <= total) {
-        uint4 w = __ldg(reinterpret_cast<const uint4*>(x + e0));
+      const int c0 = (threadIdx.x + k * THREADS) * E - lead;
+      if (c0 < cols && c0 + E <= avail) {
+        uint4 w = __ldg(reinterpret_cast<const uint4*>(xr + c0));
         const T* p = reinterpret_cast<const T*>(&w);
 #pragma unroll
         for (int i = 0; i < E; ++i) v[k][i] = Conv<T>::f(p[i]);
       } else {
 #pragma unroll
-        for (int i = 0; i < E; ++i) v[k][i] = (e0 + i < end) ? Conv<T>::f(x[e0 + i]) : 0.f;
+        for (int i = 0; i < E; ++i) v[k][i] = (c0 + i < cols) ? Conv<T>::f(xr[c0 + i]) : 0.f;
       }
 #pragma unroll
       for (int i = 0; i < E; ++i)
-        if (e0 + i < start || e0 + i >= end) v[k][i] = 0.f;
+        if (c0 + i < 0 || c0 + i >= cols) v[k][i] = 0.f;
     }
     float mean = 0.f;
     if (LN) {
@@ -81,10 +87,10 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
     float q = 0.f;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
-      const long long e0 = a0 + (long long)(threadIdx.x + k * THREADS) * E;
+      const int c0 = (threadIdx.x + k * THREADS) * E - lead;
 #pragma unroll
       for (int i = 0; i < E; ++i) {
-        const bool in = e0 + i >= start && e0 + i < end;
+        const bool in = c0 + i >= 0 && c0 + i < cols;
         const float d = in ? v[k][i] - mean : 0.f;
         q += d * d;
       }
@@ -96,23 +102,23 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
     }
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
-      const long long e0 = a0 + (long long)(threadIdx.x + k * THREADS) * E;
-      if (e0 >= end) continue;
+      const int c0 = (threadIdx.x + k * THREADS) * E - lead;
+      if (c0 >= cols) continue;
       T o[E];
 #pragma unroll
       for (int i = 0; i < E; ++i) {
-        const long long c = e0 + i - start;
+        const int c = c0 + i;
         const bool in = c >= 0 && c < cols;
         const float g = in ? Conv<T>::f(sg[c]) : 0.f;
         const float b = (LN && in) ? Conv<T>::f(sb[c]) : 0.f;
         o[i] = Conv<T>::t((v[k][i] - mean) * rs * g + b);
       }
-      if (e0 >= start && e0 + E <= end) {
-        *reinterpret_cast<uint4*>(y + e0) = *reinterpret_cast<const uint4*>(o);
+      if (c0 >= 0 && c0 + E <= cols) {
+        *reinterpret_cast<uint4*>(yr + c0) = *reinterpret_cast<const uint4*>(o);
       } else {
 #pragma unroll
         for (int i = 0; i < E; ++i)
-          if (e0 + i >= start && e0 + i < end) y[e0 + i] = o[i];
+          if (c0 + i >= 0 && c0 + i < cols) yr[c0 + i] = o[i];
       }
     }
   }

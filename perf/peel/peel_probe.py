@@ -54,6 +54,68 @@ def reference(x, g, b, ln: bool, eps: float) -> np.ndarray:
     return out + b.double().cpu().numpy() if ln else out
 
 
+def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
+    """Time the library and the peel kernels on one (dtype, cols) and print a line each."""
+    eps = 1e-5
+    tdt = CT[dt][1]
+    x = torch.randn(rows, cols, device="cuda", generator=gen).to(tdt)
+    g = (1 + 0.1 * torch.randn(cols, device="cuda", generator=gen)).to(tdt)
+    b = (0.1 * torch.randn(cols, device="cuda", generator=gen)).to(tdt)
+    y = torch.empty_like(x)
+    mu = torch.empty(rows, device="cuda")
+    rs = torch.empty(rows, device="cuda")
+    nbytes = 2 * rows * cols * x.element_size()
+    copy_us = timed(lambda: x.clone())
+    print(f"copy {dt} {cols}: {copy_us:.1f} us, {nbytes / copy_us / 1e3:.0f} GB/s")
+    stream = torch.cuda.current_stream().cuda_stream
+    for ln in (True, False):
+        op = "layernorm_fwd" if ln else "rmsnorm_fwd"
+        ref = reference(x, g, b, ln, eps)
+        out = []
+
+        def lib(ln=ln):
+            if ln:
+                return nn.layernorm_fwd(x, g, b, eps=eps)[0]
+            return nn.rmsnorm_fwd(x, g, eps=eps)[0]
+
+        for backend in ("nvrtc", "numba"):
+            os.environ.pop("DISABLE_NVRTC", None)
+            if backend == "numba":
+                os.environ["DISABLE_NVRTC"] = "1"
+            err = float(np.abs(lib().double().cpu().numpy() - ref).max())
+            out.append((f"library {nn.last_backend()}", timed(lib), err))
+        os.environ.pop("DISABLE_NVRTC", None)
+        for th, nv in SHAPES[cols]:
+            k = mod.kernel(f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {str(ln).lower()}>")
+            smem = cols * x.element_size() * (2 if ln else 1)
+            grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
+            args = (
+                x.data_ptr(),
+                g.data_ptr(),
+                b.data_ptr(),
+                y.data_ptr(),
+                mu.data_ptr(),
+                rs.data_ptr(),
+                np.int32(rows),
+                np.int32(cols),
+                np.float32(eps),
+            )
+
+            def peel(k=k, grid=grid, th=th, smem=smem, args=args):
+                rtc.launch(k, grid, th, *args, stream=stream, shared_mem=smem)
+
+            y.zero_()
+            peel()
+            err = float(np.abs(y.double().cpu().numpy() - ref).max())
+            out.append((f"peel {th}x{nv} regs {k.num_regs} grid {grid}", timed(peel), err))
+        for label, us, err in out:
+            print(
+                f"{op} {dt} {cols} {label:36s} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s "
+                f"{100 * copy_us / us:5.1f}% of copy  max|err| {err:.3g}",
+                flush=True,
+            )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cols", type=int, nargs="+", default=[5003, 2053, 12289])
@@ -64,67 +126,18 @@ def main() -> int:
     props = torch.cuda.get_device_properties(0)
     arch = f"sm_{props.major}{props.minor}"
     print(f"{props.name} {arch} {props.multi_processor_count} SMs, torch {torch.__version__}")
-    names = []
-    for dt in args.dtypes:
-        for cols in args.cols:
-            for th, nv in SHAPES[cols]:
-                for ln in ("true", "false"):
-                    names.append(f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {ln}>")
+    names = [
+        f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {ln}>"
+        for dt in args.dtypes
+        for cols in args.cols
+        for th, nv in SHAPES[cols]
+        for ln in ("true", "false")
+    ]
     mod = rtc.compile(src, sorted(set(names)), arch=arch, name="peel_probe.cu", cuda_headers=True)
-    eps = 1e-5
-    rows = args.rows
-    g0 = torch.Generator(device="cuda").manual_seed(0)
+    gen = torch.Generator(device="cuda").manual_seed(0)
     for dt in args.dtypes:
-        tdt = CT[dt][1]
         for cols in args.cols:
-            x = torch.randn(rows, cols, device="cuda", generator=g0).to(tdt)
-            g = (1 + 0.1 * torch.randn(cols, device="cuda", generator=g0)).to(tdt)
-            b = (0.1 * torch.randn(cols, device="cuda", generator=g0)).to(tdt)
-            nbytes = 2 * rows * cols * x.element_size()
-            copy_us = timed(lambda: x.clone())
-            print(f"copy {dt} {cols}: {copy_us:.1f} us, {nbytes / copy_us / 1e3:.0f} GB/s")
-            for ln in (True, False):
-                op = "layernorm_fwd" if ln else "rmsnorm_fwd"
-                ref = reference(x, g, b, ln, eps)
-                rows_out = []
-                for backend in ("nvrtc", "numba"):
-                    os.environ.pop("DISABLE_NVRTC", None)
-                    if backend == "numba":
-                        os.environ["DISABLE_NVRTC"] = "1"
-                    if ln:
-                        def lib():
-                            return nn.layernorm_fwd(x, g, b, eps=eps)[0]
-                    else:
-                        def lib():
-                            return nn.rmsnorm_fwd(x, g, eps=eps)[0]
-                    yl = lib()
-                    err = float(np.abs(yl.double().cpu().numpy() - ref).max())
-                    rows_out.append((f"library {nn.last_backend()}", timed(lib), err))
-                os.environ.pop("DISABLE_NVRTC", None)
-                y = torch.empty_like(x)
-                mu = torch.empty(rows, device="cuda")
-                rs = torch.empty(rows, device="cuda")
-                for th, nv in SHAPES[cols]:
-                    k = mod.kernel(f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {str(ln).lower()}>")
-                    smem = cols * x.element_size() * (2 if ln else 1)
-                    grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
-                    s = torch.cuda.current_stream().cuda_stream
-
-                    def peel(k=k, th=th, smem=smem, grid=grid):
-                        rtc.launch(k, grid, th, x.data_ptr(), g.data_ptr(), b.data_ptr(),
-                                   y.data_ptr(), mu.data_ptr(), rs.data_ptr(), np.int32(rows),
-                                   np.int32(cols), np.float32(eps), stream=s, shared_mem=smem)
-                    y.zero_()
-                    peel()
-                    err = float(np.abs(y.double().cpu().numpy() - ref).max())
-                    rows_out.append(
-                        (f"peel {th}x{nv} regs {k.num_regs} grid {grid}", timed(peel), err)
-                    )
-                for label, us, err in rows_out:
-                    print(
-                        f"{op} {dt} {cols} {label:36s} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s "
-                        f"{100 * copy_us / us:5.1f}% of copy  max|err| {err:.3g}"
-                    )
+            case(mod, props, dt, cols, args.rows, gen)
     return 0
 
 
