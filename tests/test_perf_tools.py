@@ -368,3 +368,31 @@ def test_variant_tree_applies_a_diff(tmp_path):
     assert (repo / "numba_norms/x.py").read_text() == old
     assert all((tree / rel).read_text() == (repo / rel).read_text() for rel in files[1:])
     assert variant_tree(bad).returncode != 0
+
+
+def test_peel_probe_compiles_and_its_indices_hold():
+    """perf/peel (session 58's prototype for rows of an odd 16-bit hidden size, timed on a GPU
+    only): NVRTC builds every instantiation the probe times for sm_80 and sm_90 without
+    spills, and the float64 emulation of its index arithmetic writes each element once, reads
+    whole vectors only where aligned and inside the array, and matches the reference."""
+    import re
+
+    import rtc
+
+    sys.path.insert(0, str(ROOT / "perf" / "peel"))
+    try:
+        probe = importlib.import_module("peel_probe")
+        emulate = importlib.import_module("peel_emulate")
+    finally:
+        sys.path.pop(0)
+    src = (ROOT / "perf" / "peel" / "peel_probe.cu").read_text()
+    names = probe.kernel_names(("fp16", "bf16"), tuple(probe.SHAPES))
+    assert len(names) == 2 * 2 * sum(len(s) for s in probe.SHAPES.values())
+    for arch in ("sm_80", "sm_90"):
+        mod = rtc.compile(src, names, arch=arch, cuda_headers=True, options=["-Xptxas=-v"])
+        spills = re.findall(r"(\d+) bytes spill stores", mod.log)
+        assert len(spills) == len(names) and set(spills) == {"0"}, mod.log
+    for cols, threads, nv in ((13, 2, 2), (21, 2, 2), (29, 2, 3), (3, 1, 2)):
+        for ln in (True, False):
+            err, unwritten, whole = emulate.run(9, cols, threads, nv, ln)
+            assert err < 1e-12 and unwritten == 0 and whole > 0

@@ -16,18 +16,32 @@ import os
 import sys
 
 import numpy as np
-import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import numba_norms as nn  # noqa: E402
 import rtc  # noqa: E402
 
+# torch is imported by main(): the CPU tests import this module (kernel_names) without it.
+torch = None
 HERE = os.path.dirname(os.path.abspath(__file__))
-CT = {"fp16": ("__half", torch.float16), "bf16": ("__nv_bfloat16", torch.bfloat16)}
+CT = {"fp16": "__half", "bf16": "__nv_bfloat16"}
 # (threads, vectors a thread) tried per row length: the cover of a row is at most
 # ceil(cols / 8) + 1 vectors.
 SHAPES = {2053: ((64, 5), (128, 3)), 5003: ((128, 5), (256, 3)), 12289: ((256, 7), (512, 4))}
+
+
+def kernel_names(dtypes, cols_list) -> list[str]:
+    """The instantiations the probe times: each dtype, row length, shape and op."""
+    return sorted(
+        {
+            f"norm_fwd_peel<{CT[dt]}, {th}, {nv}, {ln}>"
+            for dt in dtypes
+            for cols in cols_list
+            for th, nv in SHAPES[cols]
+            for ln in ("true", "false")
+        }
+    )
 
 
 def timed(fn, n: int = 30) -> float:
@@ -57,7 +71,7 @@ def reference(x, g, b, ln: bool, eps: float) -> np.ndarray:
 def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
     """Time the library and the peel kernels on one (dtype, cols) and print a line each."""
     eps = 1e-5
-    tdt = CT[dt][1]
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
     x = torch.randn(rows, cols, device="cuda", generator=gen).to(tdt)
     g = (1 + 0.1 * torch.randn(cols, device="cuda", generator=gen)).to(tdt)
     b = (0.1 * torch.randn(cols, device="cuda", generator=gen)).to(tdt)
@@ -86,7 +100,7 @@ def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
             out.append((f"library {nn.last_backend()}", timed(lib), err))
         os.environ.pop("DISABLE_NVRTC", None)
         for th, nv in SHAPES[cols]:
-            k = mod.kernel(f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {str(ln).lower()}>")
+            k = mod.kernel(f"norm_fwd_peel<{CT[dt]}, {th}, {nv}, {str(ln).lower()}>")
             smem = cols * x.element_size() * (2 if ln else 1)
             grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
             args = (
@@ -117,6 +131,9 @@ def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
 
 
 def main() -> int:
+    global torch
+    import torch
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--cols", type=int, nargs="+", default=[5003, 2053, 12289])
     ap.add_argument("--dtypes", nargs="+", default=["fp16", "bf16"])
@@ -126,14 +143,8 @@ def main() -> int:
     props = torch.cuda.get_device_properties(0)
     arch = f"sm_{props.major}{props.minor}"
     print(f"{props.name} {arch} {props.multi_processor_count} SMs, torch {torch.__version__}")
-    names = [
-        f"norm_fwd_peel<{CT[dt][0]}, {th}, {nv}, {ln}>"
-        for dt in args.dtypes
-        for cols in args.cols
-        for th, nv in SHAPES[cols]
-        for ln in ("true", "false")
-    ]
-    mod = rtc.compile(src, sorted(set(names)), arch=arch, name="peel_probe.cu", cuda_headers=True)
+    names = kernel_names(args.dtypes, args.cols)
+    mod = rtc.compile(src, names, arch=arch, name="peel_probe.cu", cuda_headers=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
     for dt in args.dtypes:
         for cols in args.cols:
