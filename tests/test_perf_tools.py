@@ -387,7 +387,8 @@ def test_peel_probe_compiles_and_its_indices_hold():
         sys.path.pop(0)
     src = (ROOT / "perf" / "peel" / "peel_probe.cu").read_text()
     names = probe.kernel_names(("fp16", "bf16"), tuple(probe.SHAPES))
-    assert len(names) == 2 * 2 * sum(len(s) for s in probe.SHAPES.values())
+    # forward and backward, two dtypes, LayerNorm and RMSNorm, each shape
+    assert len(names) == 2 * 2 * 2 * sum(len(s) for s in probe.SHAPES.values())
     for arch in ("sm_80", "sm_90"):
         mod = rtc.compile(src, names, arch=arch, cuda_headers=True, options=["-Xptxas=-v"])
         spills = re.findall(r"(\d+) bytes spill stores", mod.log)
@@ -396,3 +397,5 @@ def test_peel_probe_compiles_and_its_indices_hold():
         for ln in (True, False):
             err, unwritten, whole = emulate.run(9, cols, threads, nv, ln)
             assert err < 1e-12 and unwritten == 0 and whole > 0
+            errs = emulate.run_bwd(9, cols, threads, nv, ln)
+            assert max(errs[:3]) < 1e-12 and errs[3] == 0

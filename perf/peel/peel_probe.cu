@@ -123,3 +123,101 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
     }
   }
 }
+
+// The backward of the same rows: dx, and each CTA's dgamma (and dbeta) sums by column in shared
+// memory (a row's columns sit on other threads in each row, so registers cannot hold them),
+// written to part[blockIdx.x][col] at the end; the caller sums the parts.
+template <typename T, int THREADS, int NV, bool LN>
+__global__ void __launch_bounds__(THREADS)
+norm_bwd_peel(const T* __restrict__ dy, const T* __restrict__ x, const float* __restrict__ mu,
+              const float* __restrict__ rsig, const T* __restrict__ gamma, T* __restrict__ dx,
+              float* __restrict__ dgamma_part, float* __restrict__ dbeta_part, int rows,
+              int cols) {
+  constexpr int E = 16 / sizeof(T);
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* sdg = reinterpret_cast<float*>(smem);
+  float* sdb = sdg + cols;
+  T* sg = reinterpret_cast<T*>(sdb + (LN ? cols : 0));
+  __shared__ float red[THREADS / 32];
+  for (int c = threadIdx.x; c < cols; c += THREADS) {
+    sg[c] = gamma[c];
+    sdg[c] = 0.f;
+    if (LN) sdb[c] = 0.f;
+  }
+  __syncthreads();
+  const long long total = (long long)rows * cols;
+  const float inv = 1.f / cols;
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    const long long start = (long long)r * cols;
+    const int lead = (int)(start & (E - 1));
+    const long long left = total - start;
+    const int avail = left < 2LL * cols + 2 * E ? (int)left : 2 * cols + 2 * E;
+    float xv[NV][E], dv[NV][E];
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int c0 = (threadIdx.x + k * THREADS) * E - lead;
+      if (c0 < cols && c0 + E <= avail) {
+        uint4 wx = __ldg(reinterpret_cast<const uint4*>(x + start + c0));
+        uint4 wd = __ldg(reinterpret_cast<const uint4*>(dy + start + c0));
+        const T* px = reinterpret_cast<const T*>(&wx);
+        const T* pd = reinterpret_cast<const T*>(&wd);
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          xv[k][i] = Conv<T>::f(px[i]);
+          dv[k][i] = Conv<T>::f(pd[i]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          const bool ok = c0 + i < cols;
+          xv[k][i] = ok ? Conv<T>::f(x[start + c0 + i]) : 0.f;
+          dv[k][i] = ok ? Conv<T>::f(dy[start + c0 + i]) : 0.f;
+        }
+      }
+    }
+    const float m = LN ? mu[r] : 0.f, rs = rsig[r];
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int c0 = (threadIdx.x + k * THREADS) * E - lead;
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const int c = c0 + i;
+        const bool in = c >= 0 && c < cols;
+        const float xh = (xv[k][i] - m) * rs;
+        // a column is one thread's in a row; the row's barriers (block_sum) order the rows
+        if (in) {
+          sdg[c] += dv[k][i] * xh;
+          if (LN) sdb[c] += dv[k][i];
+        }
+        const float dyg = in ? dv[k][i] * Conv<T>::f(sg[c]) : 0.f;
+        xv[k][i] = xh;
+        dv[k][i] = dyg;
+        s1 += dyg;
+        s2 += dyg * xh;
+      }
+    }
+    const float mdyg = LN ? block_sum<THREADS>(s1, red) * inv : 0.f;
+    const float mdygx = block_sum<THREADS>(s2, red) * inv;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int c0 = (threadIdx.x + k * THREADS) * E - lead;
+      if (c0 >= cols) continue;
+      T o[E];
+#pragma unroll
+      for (int i = 0; i < E; ++i) o[i] = Conv<T>::t(rs * (dv[k][i] - mdyg - xv[k][i] * mdygx));
+      if (c0 >= 0 && c0 + E <= cols) {
+        *reinterpret_cast<uint4*>(dx + start + c0) = *reinterpret_cast<const uint4*>(o);
+      } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+          if (c0 + i >= 0 && c0 + i < cols) dx[start + c0 + i] = o[i];
+      }
+    }
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < cols; c += THREADS) {
+    dgamma_part[(long long)blockIdx.x * cols + c] = sdg[c];
+    if (LN) dbeta_part[(long long)blockIdx.x * cols + c] = sdb[c];
+  }
+}

@@ -35,7 +35,8 @@ def kernel_names(dtypes, cols_list) -> list[str]:
     """The instantiations the probe times: each dtype, row length, shape and op."""
     return sorted(
         {
-            f"norm_fwd_peel<{CT[dt]}, {th}, {nv}, {ln}>"
+            f"norm_{d}_peel<{CT[dt]}, {th}, {nv}, {ln}>"
+            for d in ("fwd", "bwd")
             for dt in dtypes
             for cols in cols_list
             for th, nv in SHAPES[cols]
@@ -66,6 +67,88 @@ def reference(x, g, b, ln: bool, eps: float) -> np.ndarray:
     rs = 1.0 / np.sqrt((d * d).mean(1, keepdims=True) + eps)
     out = d * rs * g.double().cpu().numpy()
     return out + b.double().cpu().numpy() if ln else out
+
+
+def reference_bwd(dy, x, g, ln: bool, eps: float) -> tuple:
+    """float64 dx, dgamma, dbeta of the forward :func:`reference` computes."""
+    xd, dyd, gd = (t.double().cpu().numpy() for t in (x, dy, g))
+    mu = xd.mean(1, keepdims=True) if ln else 0.0
+    rs = 1.0 / np.sqrt(((xd - mu) ** 2).mean(1, keepdims=True) + eps)
+    xh = (xd - mu) * rs
+    dyg = dyd * gd
+    dx = rs * (
+        dyg - (dyg.mean(1, keepdims=True) if ln else 0.0) - xh * (dyg * xh).mean(1, keepdims=True)
+    )
+    return dx, (dyd * xh).sum(0), dyd.sum(0)
+
+
+def case_bwd(mod, props, x, g, dt: str, eps: float, gen) -> None:
+    """Time the library's backwards and the peel backward (kernel plus the sum of the CTAs'
+    column parts) on x's shape; bytes: dy, x read, dx written."""
+    rows, cols = x.shape
+    dy = torch.randn(rows, cols, device="cuda", generator=gen).to(x.dtype)
+    nbytes = 3 * rows * cols * x.element_size()
+    stream = torch.cuda.current_stream().cuda_stream
+    for ln in (True, False):
+        op = "layernorm_bwd" if ln else "rmsnorm_bwd"
+        rdx, rdg, _ = reference_bwd(dy, x, g, ln, eps)
+        if ln:
+            _, mu, rs = nn.layernorm_fwd(x, g, torch.zeros_like(g), eps=eps)
+        else:
+            _, rs = nn.rmsnorm_fwd(x, g, eps=eps)
+            mu = rs
+
+        def lib(ln=ln, mu=mu, rs=rs):
+            if ln:
+                return nn.layernorm_bwd(dy, x, mu, rs, g)
+            return nn.rmsnorm_bwd(dy, x, rs, g)
+
+        def errs(dx, dgam, rdx=rdx, rdg=rdg):
+            e1 = float(np.abs(dx.double().cpu().numpy() - rdx).max())
+            e2 = float(np.abs(dgam.double().cpu().numpy() - rdg).max() / np.abs(rdg).max())
+            return f"dx {e1:.3g} dgamma(rel) {e2:.3g}"
+
+        out = []
+        for backend in ("nvrtc", "numba"):
+            os.environ.pop("DISABLE_NVRTC", None)
+            if backend == "numba":
+                os.environ["DISABLE_NVRTC"] = "1"
+            res = lib()
+            out.append((f"library {nn.last_backend()}", timed(lib), errs(res[0], res[1])))
+        os.environ.pop("DISABLE_NVRTC", None)
+        dx = torch.empty_like(x)
+        for th, nv in SHAPES[cols]:
+            k = mod.kernel(f"norm_bwd_peel<{CT[dt]}, {th}, {nv}, {str(ln).lower()}>")
+            smem = cols * (4 * (2 if ln else 1) + x.element_size())
+            grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
+            pg = torch.empty(grid, cols, device="cuda")
+            pb = torch.empty(grid, cols, device="cuda")
+            args = (
+                dy.data_ptr(),
+                x.data_ptr(),
+                mu.data_ptr(),
+                rs.data_ptr(),
+                g.data_ptr(),
+                dx.data_ptr(),
+                pg.data_ptr(),
+                pb.data_ptr(),
+                np.int32(rows),
+                np.int32(cols),
+            )
+
+            def peel(k=k, grid=grid, th=th, smem=smem, args=args, pg=pg, pb=pb):
+                rtc.launch(k, grid, th, *args, stream=stream, shared_mem=smem)
+                return pg.sum(0).to(x.dtype), pb.sum(0).to(x.dtype)
+
+            dx.zero_()
+            dgam, _ = peel()
+            label = f"peel {th}x{nv} regs {k.num_regs} grid {grid}"
+            out.append((label, timed(peel), errs(dx, dgam)))
+        for label, us, err in out:
+            print(
+                f"{op} {dt} {cols} {label:36s} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s  {err}",
+                flush=True,
+            )
 
 
 def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
@@ -128,6 +211,7 @@ def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
                 f"{100 * copy_us / us:5.1f}% of copy  max|err| {err:.3g}",
                 flush=True,
             )
+    case_bwd(mod, props, x, g, dt, eps, gen)
 
 
 def main() -> int:
