@@ -7,5 +7,5 @@
 mkdir -p $OUT/p1
 cp perf/results/2026-12-07-session58/call1.sh $OUT/p1/call1.sh.txt
 git log --oneline -1 > $OUT/p1/tree.txt
-timeout 150 python3 perf/peel/peel_probe.py 2>&1 | tee $OUT/p1/peel.txt | tail -60
+timeout 200 python3 perf/peel/peel_probe.py 2>&1 | tee $OUT/p1/peel.txt | tail -60
 bash perf/results/2026-12-07-session57/planned_call1.sh
