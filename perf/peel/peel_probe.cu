@@ -31,6 +31,36 @@ __device__ float block_sum(float v, float* red) {
   return s;
 }
 
+// One vector of a row's cover at column c0 (counted from the row's first element): a whole
+// 16-byte load where the vector lies inside the array (avail: the columns left in it, capped),
+// else element by element up to the row's end.
+template <typename T, int E>
+__device__ __forceinline__ void load_cover(const T* row, int c0, int cols, int avail,
+                                           float (&v)[E]) {
+  if (c0 < cols && c0 + E <= avail) {
+    uint4 w = __ldg(reinterpret_cast<const uint4*>(row + c0));
+    const T* p = reinterpret_cast<const T*>(&w);
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = Conv<T>::f(p[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = (c0 + i < cols) ? Conv<T>::f(row[c0 + i]) : 0.f;
+  }
+}
+
+// Stores one vector at column c0: whole where the row holds all of it, else only the row's
+// elements (the edge vectors share their other columns with the neighbouring rows).
+template <typename T, int E>
+__device__ __forceinline__ void store_cover(T* row, int c0, int cols, const T (&o)[E]) {
+  if (c0 >= 0 && c0 + E <= cols) {
+    *reinterpret_cast<uint4*>(row + c0) = *reinterpret_cast<const uint4*>(o);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i)
+      if (c0 + i >= 0 && c0 + i < cols) row[c0 + i] = o[i];
+  }
+}
+
 // x, y: rows x cols, contiguous, x and y 16-byte aligned at element 0.
 template <typename T, int THREADS, int NV, bool LN>
 __global__ void __launch_bounds__(THREADS)
@@ -62,15 +92,7 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int c0 = (threadIdx.x + k * THREADS) * E - lead;
-      if (c0 < cols && c0 + E <= avail) {
-        uint4 w = __ldg(reinterpret_cast<const uint4*>(xr + c0));
-        const T* p = reinterpret_cast<const T*>(&w);
-#pragma unroll
-        for (int i = 0; i < E; ++i) v[k][i] = Conv<T>::f(p[i]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i) v[k][i] = (c0 + i < cols) ? Conv<T>::f(xr[c0 + i]) : 0.f;
-      }
+      load_cover<T, E>(xr, c0, cols, avail, v[k]);
 #pragma unroll
       for (int i = 0; i < E; ++i)
         if (c0 + i < 0 || c0 + i >= cols) v[k][i] = 0.f;
@@ -104,7 +126,7 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
     for (int k = 0; k < NV; ++k) {
       const int c0 = (threadIdx.x + k * THREADS) * E - lead;
       if (c0 >= cols) continue;
-      T o[E];
+      __align__(16) T o[E];
 #pragma unroll
       for (int i = 0; i < E; ++i) {
         const int c = c0 + i;
@@ -113,13 +135,7 @@ norm_fwd_peel(const T* __restrict__ x, const T* __restrict__ gamma, const T* __r
         const float b = (LN && in) ? Conv<T>::f(sb[c]) : 0.f;
         o[i] = Conv<T>::t((v[k][i] - mean) * rs * g + b);
       }
-      if (c0 >= 0 && c0 + E <= cols) {
-        *reinterpret_cast<uint4*>(yr + c0) = *reinterpret_cast<const uint4*>(o);
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i)
-          if (c0 + i >= 0 && c0 + i < cols) yr[c0 + i] = o[i];
-      }
+      store_cover<T, E>(yr, c0, cols, o);
     }
   }
 }
@@ -156,24 +172,8 @@ norm_bwd_peel(const T* __restrict__ dy, const T* __restrict__ x, const float* __
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int c0 = (threadIdx.x + k * THREADS) * E - lead;
-      if (c0 < cols && c0 + E <= avail) {
-        uint4 wx = __ldg(reinterpret_cast<const uint4*>(x + start + c0));
-        uint4 wd = __ldg(reinterpret_cast<const uint4*>(dy + start + c0));
-        const T* px = reinterpret_cast<const T*>(&wx);
-        const T* pd = reinterpret_cast<const T*>(&wd);
-#pragma unroll
-        for (int i = 0; i < E; ++i) {
-          xv[k][i] = Conv<T>::f(px[i]);
-          dv[k][i] = Conv<T>::f(pd[i]);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i) {
-          const bool ok = c0 + i < cols;
-          xv[k][i] = ok ? Conv<T>::f(x[start + c0 + i]) : 0.f;
-          dv[k][i] = ok ? Conv<T>::f(dy[start + c0 + i]) : 0.f;
-        }
-      }
+      load_cover<T, E>(x + start, c0, cols, avail, xv[k]);
+      load_cover<T, E>(dy + start, c0, cols, avail, dv[k]);
     }
     const float m = LN ? mu[r] : 0.f, rs = rsig[r];
     float s1 = 0.f, s2 = 0.f;
@@ -203,16 +203,10 @@ norm_bwd_peel(const T* __restrict__ dy, const T* __restrict__ x, const float* __
     for (int k = 0; k < NV; ++k) {
       const int c0 = (threadIdx.x + k * THREADS) * E - lead;
       if (c0 >= cols) continue;
-      T o[E];
+      __align__(16) T o[E];
 #pragma unroll
       for (int i = 0; i < E; ++i) o[i] = Conv<T>::t(rs * (dv[k][i] - mdyg - xv[k][i] * mdygx));
-      if (c0 >= 0 && c0 + E <= cols) {
-        *reinterpret_cast<uint4*>(dx + start + c0) = *reinterpret_cast<const uint4*>(o);
-      } else {
-#pragma unroll
-        for (int i = 0; i < E; ++i)
-          if (c0 + i >= 0 && c0 + i < cols) dx[start + c0 + i] = o[i];
-      }
+      store_cover<T, E>(dx + start, c0, cols, o);
     }
   }
   __syncthreads();

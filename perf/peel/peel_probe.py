@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/
 
 import numba_norms as nn  # noqa: E402
 import rtc  # noqa: E402
@@ -45,19 +46,12 @@ def kernel_names(dtypes, cols_list) -> list[str]:
     )
 
 
-def timed(fn, n: int = 30) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    return float(np.median(ts))
+def timed(fn) -> float:
+    """Median device time of ``fn`` in us, by bench.py's method (CUDA events, the host's
+    queueing hidden behind a sleep)."""
+    from _bench_torch import time_calls
+
+    return time_calls(lambda _i: fn(), 1).median_us
 
 
 def reference(x, g, b, ln: bool, eps: float):
