@@ -1,5 +1,5 @@
-// Prototype (perf only, not a library kernel): a norm forward for 16-bit rows whose starts are
-// not 16-byte aligned (an odd hidden size). Each row is read through the 16-byte vectors that
+// Prototype (perf only, not a library kernel): norm forwards and backwards for 16-bit rows whose
+// starts are not 16-byte aligned (an odd hidden size). Each row is read through the 16-byte vectors that
 // cover it, counted from the array's aligned base, so every load is a whole vector; the
 // elements of a neighbouring row in the first and last vector are masked out of the sums and
 // never written. gamma / beta sit in shared memory, since a row's columns fall on a different

@@ -1,12 +1,14 @@
-"""Prototype timing (session 58): a norm forward for 16-bit rows of an odd hidden size that reads
-each row through whole 16-byte vectors counted from the array's aligned base (neighbouring rows'
-elements masked out), gamma / beta in shared memory, against the library's path for such rows
-(vectors as wide as the row's alignment: scalar for an odd size) and a same-size copy.
+"""Prototype timing (session 58): norm forwards and backwards for 16-bit rows of an odd hidden
+size that read each row through whole 16-byte vectors counted from the array's aligned base
+(neighbouring rows' elements masked out), the weights in shared memory, against the library's
+path for such rows (vectors as wide as the row's alignment: one element for an odd size) on
+both backends and a same-size copy.
 
     python3 perf/peel/peel_probe.py [--cols 5003 2053 12289] [--dtypes fp16 bf16]
 
-Prints one line per (op, dtype, cols, implementation): median us, GB/s (x read + y written),
-% of the same run's copy, and the largest difference from a float64 reference.
+Prints one line per (op, dtype, cols, implementation): median us, GB/s (forwards: x read, y
+written, with % of the copy; backwards: x, dy read, dx written) and the largest difference from
+a float64 reference (dx, and dgamma relative to its largest value).
 """
 
 from __future__ import annotations
@@ -152,6 +154,7 @@ def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
     eps = 1e-5
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dt]
     x = torch.randn(rows, cols, device="cuda", generator=gen).to(tdt)
+    assert x.data_ptr() % 16 == 0, "the kernels count vectors from a 16-byte aligned base"
     g = (1 + 0.1 * torch.randn(cols, device="cuda", generator=gen)).to(tdt)
     b = (0.1 * torch.randn(cols, device="cuda", generator=gen)).to(tdt)
     y = torch.empty_like(x)
