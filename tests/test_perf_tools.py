@@ -370,6 +370,60 @@ def test_variant_tree_applies_a_diff(tmp_path):
     assert variant_tree(bad).returncode != 0
 
 
+def test_peel_numba_twin_builds_without_spills_and_simulates_right():
+    """perf/peel/peel_numba.py (session 59, the Numba form of the peel probe): every
+    instantiation the probe times compiles for sm_90 with ptxas (nvJitLink) reporting no
+    spills, and under the simulator both kernels match float64 references within the
+    tolerance table, every element written (outputs start as NaN)."""
+    import json
+
+    from numba import cuda
+
+    from numba_norms.backends.numba import _cubin
+
+    sys.path.insert(0, str(ROOT / "perf" / "peel"))
+    sys.path.insert(0, str(ROOT / "perf"))
+    try:
+        probe = importlib.import_module("peel_probe")
+        twin = importlib.import_module("peel_numba")
+        report = importlib.import_module("ptxas_report")
+    finally:
+        del sys.path[:2]
+    built = 0
+    for dt in ("bf16", "fp16"):
+        for shapes in probe.SHAPES.values():
+            for th, nv in shapes:
+                for backward in (False, True):
+                    make = twin.bwd_kernel if backward else twin.fwd_kernel
+                    for ln in (True, False):
+                        with _cubin.assume_device((9, 0)):
+                            ptx, _ = cuda.compile_ptx(
+                                make(th, nv, ln, True),
+                                twin.signature(dt, backward),
+                                cc=(9, 0),
+                                launch_bounds=(th, 1),
+                            )
+                        props = report._PROPS.search(report._nvjitlink_log(ptx, "sm_90"))
+                        assert props is not None and props.group(3) == "0", props
+                        built += 1
+    assert built == 2 * 2 * 2 * sum(len(s) for s in probe.SHAPES.values())
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run(
+        [sys.executable, "perf/peel/peel_numba.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr
+    results = json.loads(r.stdout)
+    assert len(results) == 2 * 2 * len(twin.SIM_CASES)
+    for res in results:
+        assert res["y"] <= 1.0 and res["dx"] <= 1.0, res  # NaN (an unwritten element) fails
+        assert res["dgamma"] < 1e-5 and res.get("dbeta", 0.0) < 1e-5, res
+
+
 def test_peel_probe_compiles_and_its_indices_hold():
     """perf/peel (session 58's prototype for rows of an odd 16-bit hidden size, timed on a GPU
     only): NVRTC builds every instantiation the probe times for sm_80 and sm_90 without

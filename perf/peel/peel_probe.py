@@ -2,7 +2,8 @@
 size that read each row through whole 16-byte vectors counted from the array's aligned base
 (neighbouring rows' elements masked out), the weights in shared memory, against the library's
 path for such rows (vectors as wide as the row's alignment: one element for an odd size) on
-both backends and a same-size copy.
+both backends and a same-size copy. Session 59 added the Numba twin (``peel_numba.py``,
+lines ``peel-numba``).
 
     python3 perf/peel/peel_probe.py [--cols 5003 2053 12289] [--dtypes fp16 bf16]
 
@@ -21,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # perf/
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # perf/peel
 
 import numba_norms as nn  # noqa: E402
 import rtc  # noqa: E402
@@ -46,6 +48,21 @@ def kernel_names(dtypes, cols_list) -> list[str]:
             for ln in ("true", "false")
         }
     )
+
+
+def peel_kernels(mod, dt: str, cols: int, ln: bool, backward: bool):
+    """(label, kernel, threads, dynamic shared bytes) of each peel instantiation at ``cols``:
+    the CUDA C probe's (weights as T in shared memory) and its Numba twin's (fp32 weights)."""
+    import peel_numba
+
+    size = 2  # 16-bit storage
+    for th, nv in SHAPES[cols]:
+        name = f"norm_{'bwd' if backward else 'fwd'}_peel<{CT[dt]}, {th}, {nv}, {str(ln).lower()}>"
+        smem = cols * ((4 * (2 if ln else 1) + size) if backward else size * (2 if ln else 1))
+        yield f"peel {th}x{nv}", mod.kernel(name), th, smem
+    for th, nv in SHAPES[cols]:
+        k = peel_numba.load(dt, th, nv, ln, backward)
+        yield f"peel-numba {th}x{nv}", k, th, peel_numba.shared_bytes(cols, ln, backward)
 
 
 def timed(fn) -> float:
@@ -115,9 +132,7 @@ def case_bwd(mod, props, x, g, dt: str, eps: float, gen) -> None:
             out.append((f"library {nn.last_backend()}", timed(lib), errs(res[0], res[1])))
         os.environ.pop("DISABLE_NVRTC", None)
         dx = torch.empty_like(x)
-        for th, nv in SHAPES[cols]:
-            k = mod.kernel(f"norm_bwd_peel<{CT[dt]}, {th}, {nv}, {str(ln).lower()}>")
-            smem = cols * (4 * (2 if ln else 1) + x.element_size())
+        for label, k, th, smem in peel_kernels(mod, dt, cols, ln, True):
             grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
             pg = torch.empty(grid, cols, device="cuda")
             pb = torch.empty(grid, cols, device="cuda")
@@ -140,7 +155,7 @@ def case_bwd(mod, props, x, g, dt: str, eps: float, gen) -> None:
 
             dx.zero_()
             dgam, _ = peel()
-            label = f"peel {th}x{nv} regs {k.num_regs} grid {grid}"
+            label = f"{label} regs {k.num_regs} grid {grid}"
             out.append((label, timed(peel), errs(dx, dgam)))
         for label, us, err in out:
             print(
@@ -181,9 +196,7 @@ def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
             err = maxerr(lib(), ref)
             out.append((f"library {nn.last_backend()}", timed(lib), err))
         os.environ.pop("DISABLE_NVRTC", None)
-        for th, nv in SHAPES[cols]:
-            k = mod.kernel(f"norm_fwd_peel<{CT[dt]}, {th}, {nv}, {str(ln).lower()}>")
-            smem = cols * x.element_size() * (2 if ln else 1)
+        for label, k, th, smem in peel_kernels(mod, dt, cols, ln, False):
             grid = props.multi_processor_count * max(1, k.occupancy(th, smem))
             args = (
                 x.data_ptr(),
@@ -203,7 +216,7 @@ def case(mod, props, dt: str, cols: int, rows: int, gen) -> None:
             y.zero_()
             peel()
             err = maxerr(y, ref)
-            out.append((f"peel {th}x{nv} regs {k.num_regs} grid {grid}", timed(peel), err))
+            out.append((f"{label} regs {k.num_regs} grid {grid}", timed(peel), err))
         for label, us, err in out:
             print(
                 f"{op} {dt} {cols} {label:36s} {us:8.1f} us {nbytes / us / 1e3:6.0f} GB/s "
