@@ -1,0 +1,28 @@
+# Session 59, call 3 (after calls 1-2 on an H100). Run from the repository root with carry
+# [".whl"]:  bash perf/results/2026-12-08-session59/call3.sh
+# (a) A/B of the Numba layernorm_bwd bands on NVRTC's shapes (numba_lnbwd_bands.diff: 1 x 4 with
+#     the pipeline to 5120, 1 x 8 with it to 10240; call 1's FORCE=nvrtc ran 1.16x / 1.21x at
+#     4104 / 8200 and the Numba sweep chose the same shapes), bf16 and fp16;
+# (b) ncu of layernorm_bwd at 5003 (odd rows, scalar accesses) on each backend: the same
+#     1 x 16 entry ran 277 us on NVRTC and 707 us on Numba in call 1.
+. perf/device_env.sh
+S=perf/results/2026-12-08-session59
+R=$OUT/c3; mkdir -p $R
+cp $S/call3.sh $R/call3.sh.txt
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
+git log --oneline -1 > $R/tree.txt
+abv $S/numba_lnbwd_bands.diff $R/ab 150 --ops layernorm_bwd --backends numba --dtypes bf16,fp16 \
+  --sizes 4104,6152,8200,10232
+P=perf/results/2026-12-07-session56/call1/prof56.py
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+for be in nvrtc numba; do
+  env=""; [ $be = numba ] && env="DISABLE_NVRTC=1"
+  env $env python3 $P layernorm_bwd 5003 20 2>&1 | tail -1 | tee $R/time_$be.txt
+  env $env timeout 60 $NCU --clock-control none -k regex:norm_bwd -s 6 -c 1 --set full \
+    --import-source no -o $R/ln5003_$be python3 $P layernorm_bwd 5003 1 > $R/ncu_$be.log 2>&1
+  echo "$be ncu rc=$? at $SECONDS s"
+  $NCU -i $R/ln5003_$be.ncu-rep --page details > $R/det_$be.txt 2>&1
+  $NCU -i $R/ln5003_$be.ncu-rep --page source --print-source sass --csv > $R/src_$be.csv 2>&1
+  gzip $R/src_$be.csv; rm -f $R/ln5003_$be.ncu-rep
+done
+grep -h -E "^  [a-z_]+norm_bwd|Duration|Registers Per|Executed Instructions  |Issued Warp Per|Achieved Occupancy|DRAM Throughput|L1/TEX Hit|Local|Stall" $R/det_*.txt | head -60
