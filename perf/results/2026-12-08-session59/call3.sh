@@ -3,7 +3,10 @@
 # (a) A/B of the Numba layernorm_bwd bands on NVRTC's shapes (numba_lnbwd_bands.diff: 1 x 4 with
 #     the pipeline to 5120, 1 x 8 with it to 10240; call 1's FORCE=nvrtc ran 1.16x / 1.21x at
 #     4104 / 8200 and the Numba sweep chose the same shapes), bf16 and fp16;
-# (b) ncu of layernorm_bwd at 5003 (odd rows, scalar accesses) on each backend: the same
+# (b) the Numba general sweep of both backwards at 2053 / 5003 (odd rows): call 1 ran Numba's
+#     at 0.39-0.45x NVRTC's on the same entries there (1 x 8 / 1 x 16 with the pipeline) but
+#     1.06x at 12289, where the entry has no pipeline;
+# (c) ncu of layernorm_bwd at 5003 (odd rows, scalar accesses) on each backend: the same
 #     1 x 16 entry ran 277 us on NVRTC and 707 us on Numba in call 1.
 . perf/device_env.sh
 S=perf/results/2026-12-08-session59
@@ -11,14 +14,18 @@ R=$OUT/c3; mkdir -p $R
 cp $S/call3.sh $R/call3.sh.txt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.txt
 git log --oneline -1 > $R/tree.txt
-abv $S/numba_lnbwd_bands.diff $R/ab 150 --ops layernorm_bwd --backends numba --dtypes bf16,fp16 \
+abv $S/numba_lnbwd_bands.diff $R/ab 130 --ops layernorm_bwd --backends numba --dtypes bf16,fp16 \
   --sizes 4104,6152,8200,10232
+timeout 100 python3 perf/tune_norms.py --out $R/sw --backend numba --general --top 3 \
+  --ops layernorm_bwd rmsnorm_bwd --dtypes bf16 --sizes 2053 5003 --target-ms 4 \
+  --time-budget 85 > $R/sw.log 2>&1
+echo "sweep rc=$? at $SECONDS s"; grep -h "x[0-9]" $R/sw.log
 P=perf/results/2026-12-07-session56/call1/prof56.py
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 for be in nvrtc numba; do
   env=""; [ $be = numba ] && env="DISABLE_NVRTC=1"
   env $env python3 $P layernorm_bwd 5003 20 2>&1 | tail -1 | tee $R/time_$be.txt
-  env $env timeout 60 $NCU --clock-control none -k regex:norm_bwd -s 6 -c 1 --set full \
+  env $env timeout 45 $NCU --clock-control none -k regex:norm_bwd -s 6 -c 1 --set full \
     --import-source no -o $R/ln5003_$be python3 $P layernorm_bwd 5003 1 > $R/ncu_$be.log 2>&1
   echo "$be ncu rc=$? at $SECONDS s"
   $NCU -i $R/ln5003_$be.ncu-rep --page details > $R/det_$be.txt 2>&1
