@@ -892,6 +892,12 @@ _WIDE_VECTOR_GENERAL = {
     # 2056 (79 -> 63 us; torch ran 69 us there, in another call), 1.23-1.24x at 3064 against
     # the 4 x 4 band. Session 55: the sweep's best at 4104, 1 x 4 at 3 CTAs an SM (1.03x in the
     # sweep), ran 0.97-1.025x against 2 x 8 in an A/B (bf16 / fp16, 3080-5112): not taken.
+    # Session 59 (H100): layernorm_bwd from 3073 on NVRTC's shapes, 1 x 4 to 5120 and 1 x 8 to
+    # 10240, one CTA an SM, pipelined from kept words (session 57's lean pipeline): bf16, same
+    # run, two rounds, against 2 x 8 / 1 x 16 without it, 1.16x at 4104 (194.7 -> 167.9 us) and
+    # 1.21x at 8200 (388.4 -> 319.6; NVRTC 158.5 / 304.6); the Numba sweep's best at both lengths
+    # (1.16 / 1.21x). fp16 and the bands' other lengths not timed (ptxas: 220-254 registers, no
+    # spills, 3080-10232, both dtypes).
     "numba": {
         "rmsnorm_fwd": ((5120, 1, 4, 8, False), (10240, 1, 8, 1, True), (20480, 1, 16, 1, True)),
         "layernorm_fwd": (
@@ -899,7 +905,10 @@ _WIDE_VECTOR_GENERAL = {
             (20480, 1, 16, 1, True),
         ),
         "rmsnorm_bwd": ((5120, 1, 4, 2, False), (10240, 2, 8, 1, False), (20480, 1, 16, 1, False)),
-        "layernorm_bwd": ((3072, 1, 4, 2, False), (5120, 2, 8, 1, False), (20480, 1, 16, 1, False)),
+        "layernorm_bwd": (
+            (3072, 1, 4, 2, False), (5120, 1, 4, 1, True), (10240, 1, 8, 1, True),
+            (20480, 1, 16, 1, False),
+        ),
     },
 }  # fmt: skip
 
