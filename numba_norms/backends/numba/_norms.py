@@ -1659,9 +1659,10 @@ def _lean_prefetch(spec: NormSpec, reread: bool) -> bool:
     row it ran slower, probably as the next row's loads pushed the row out of L1
     (:func:`_backward_prefetch`).
 
-    Not timed yet (session 57 had no GPU). No served entry asks for it, so only
-    `tune_norms.py --backend numba --general` meets it, timed beside the same shapes without
-    it. Its SASS at layernorm_bwd 4104 on 1 x 4 warps issues the next row's loads before the
+    Served since session 59 by the Numba layernorm_bwd bands on NVRTC's pipelined shapes
+    (``registry._WIDE_VECTOR_GENERAL``). H100, bf16, same run: Numba on 1 x 4 / 1 x 8 with it
+    1.16x / 1.21x its former 2 x 8 / 1 x 16 entries at 4104 / 8200, 0.94-0.95x NVRTC on the same
+    shapes. Its SASS at layernorm_bwd 4104 on 1 x 4 warps issues the next row's loads before the
     row's shuffles, as NVRTC's pipelined kernel on that shape does.
 
     ptxas through nvJitLink, bf16, one CTA an SM (cap 255): no spills at layernorm_bwd 4104 /
