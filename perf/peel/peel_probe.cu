@@ -1,3 +1,5 @@
+// Timed in session 59 (H100, perf/results/2026-12-08-session59): it lost to the library's
+// one-element accesses everywhere but rmsnorm_fwd 12289 on NVRTC, so it stays a probe.
 // Prototype (perf only, not a library kernel): norm forwards and backwards for 16-bit rows whose
 // starts are not 16-byte aligned (an odd hidden size). Each row is read through the 16-byte vectors that
 // cover it, counted from the array's aligned base, so every load is a whole vector; the

@@ -3,7 +3,9 @@ size that read each row through whole 16-byte vectors counted from the array's a
 (neighbouring rows' elements masked out), the weights in shared memory, against the library's
 path for such rows (vectors as wide as the row's alignment: one element for an odd size) on
 both backends and a same-size copy. Session 59 added the Numba twin (``peel_numba.py``,
-lines ``peel-numba``).
+lines ``peel-numba``). Session 59's result (H100): the peel lost to the faster library backend
+everywhere, 0.74-0.98x on the forwards and 0.46-0.72x on the backwards
+(``perf/results/2026-12-08-session59``).
 
     python3 perf/peel/peel_probe.py [--cols 5003 2053 12289] [--dtypes fp16 bf16]
 
