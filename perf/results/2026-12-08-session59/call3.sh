@@ -1,3 +1,5 @@
+# NOT RUN, and superseded by call4.sh: its diff (numba_lnbwd_bands.diff) is in the tree since
+# 8c42870, so abv can no longer apply it.
 # Session 59, call 3 (after calls 1-2 on an H100). Run from the repository root with carry
 # [".whl"]:  bash perf/results/2026-12-08-session59/call3.sh
 # (a) A/B of the Numba layernorm_bwd bands on NVRTC's shapes (numba_lnbwd_bands.diff: 1 x 4 with
