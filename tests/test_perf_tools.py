@@ -371,7 +371,7 @@ def test_variant_tree_applies_a_diff(tmp_path):
 
 
 def test_peel_numba_twin_builds_without_spills_and_simulates_right():
-    """perf/peel/peel_numba.py (session 59, the Numba form of the peel probe): every
+    """perf/peel/peel_numba.py (session 59, the Numba form of the peel probe): every bf16
     instantiation the probe times compiles for sm_90 with ptxas (nvJitLink) reporting no
     spills, and under the simulator both kernels match float64 references within the
     tolerance table, every element written (outputs start as NaN)."""
@@ -390,7 +390,7 @@ def test_peel_numba_twin_builds_without_spills_and_simulates_right():
     finally:
         del sys.path[:2]
     built = 0
-    for dt in ("bf16", "fp16"):
+    for dt in ("bf16",):  # fp16 builds the same loops (its conversions differ); the probe lost
         for shapes in probe.SHAPES.values():
             for th, nv in shapes:
                 for backward in (False, True):
@@ -406,7 +406,7 @@ def test_peel_numba_twin_builds_without_spills_and_simulates_right():
                         props = report._PROPS.search(report._nvjitlink_log(ptx, "sm_90"))
                         assert props is not None and props.group(3) == "0", props
                         built += 1
-    assert built == 2 * 2 * 2 * sum(len(s) for s in probe.SHAPES.values())
+    assert built == 2 * 2 * sum(len(s) for s in probe.SHAPES.values())
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     r = subprocess.run(
         [sys.executable, "perf/peel/peel_numba.py"],
