@@ -70,6 +70,40 @@ def _row_cover(rows: int, cols: int, r: int):
     return start, lead, np.int32(left if left < cap else cap)
 
 
+def _store_cover(hw: bool):
+    """``store(out, start, c0, cols, o)``: the vector of ``o`` at column ``c0`` of the row at
+    ``start``, whole where the row holds all of it, else only the row's elements (the edge
+    vectors' other columns are the neighbouring rows')."""
+    st = nb._stores(hw)[0]
+
+    @nb._device
+    def store(out, start, c0, cols, o):
+        if c0 >= 0 and c0 + E <= cols:
+            st(out, start + c0, o, 0, E)
+        else:
+            for i in range(E):
+                if c0 + i >= 0 and c0 + i < cols:
+                    st(out, start + c0 + i, o, i, 1)
+
+    return store
+
+
+def _load_weights(threads: int):
+    """``load(w, sm, at, cols, t)``: ``sm[at + c] = fp32(w[c])`` for every column, strided over
+    the CTA's threads (``t``: a one-float local array)."""
+    ld_g = nb._ld_g
+
+    @nb._device
+    def load(w, sm, at, cols, t):
+        c = cuda.threadIdx.x
+        while c < cols:
+            ld_g(w, c, t, 0, 1, 1)
+            sm[at + c] = t[0]
+            c += threads
+
+    return load
+
+
 def fwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
     """The forward: ``x, gamma, beta, y, mu, rsigma, rows, cols, eps`` (x, y contiguous rows;
     x's and y's base 16-byte aligned), grid-strided over rows."""
@@ -77,7 +111,8 @@ def fwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
     nve = nv * E  # a constant for cuda.local.array
     nred = threads // 32
     ld_g = nb._ld_g
-    st = nb._stores(hw)[0]
+    store = _store_cover(hw)
+    weights = _load_weights(threads)
     block_sum = _block_sum(threads)
     cover = nb._device(_row_cover)
 
@@ -88,15 +123,10 @@ def fwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
         xch = cuda.shared.array(xch_n, nb.F32)
         v = cuda.local.array(nve, nb.F32)
         o = cuda.local.array(E, nb.F32)
-        t = cuda.local.array(2, nb.F32)
-        c = tid
-        while c < cols:
-            ld_g(gamma, c, t, 0, 1, 1)
-            sm[c] = t[0]
-            if ln:
-                ld_g(beta, c, t, 1, 1, 1)
-                sm[cols + c] = t[1]
-            c += threads
+        t = cuda.local.array(1, nb.F32)
+        weights(gamma, sm, 0, cols, t)
+        if ln:
+            weights(beta, sm, cols, cols, t)
         cuda.syncthreads()
         inv = F32(1.0) / F32(cols)
         r = cuda.blockIdx.x
@@ -139,12 +169,7 @@ def fwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
                             if ln:
                                 b = sm[cols + c]
                         o[i] = (v[k * E + i] - mean) * rs * g + b
-                    if c0 >= 0 and c0 + E <= cols:
-                        st(y, start + c0, o, 0, E)
-                    else:  # an edge vector: its other columns are the neighbouring rows'
-                        for i in range(E):
-                            if c0 + i >= 0 and c0 + i < cols:
-                                st(y, start + c0 + i, o, i, 1)
+                    store(y, start, c0, cols, o)
             r += cuda.gridDim.x
 
     return norm_fwd_peel
@@ -154,10 +179,11 @@ def bwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
     """The backward: ``dy, x, mu, rsigma, gamma, dx, dgamma_part, dbeta_part, rows, cols``; each
     CTA writes its column sums to ``part[blockIdx.x * cols + c]`` (the caller sums the parts)."""
     xch_n = threads if nb._SIM else 1
-    nve = nv * E  # a constant for cuda.local.array
+    nve = nv * E
     nred = threads // 32
     ld_g = nb._ld_g
-    st = nb._stores(hw)[0]
+    store = _store_cover(hw)
+    weights = _load_weights(threads)
     block_sum = _block_sum(threads)
     cover = nb._device(_row_cover)
 
@@ -170,13 +196,10 @@ def bwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
         dv = cuda.local.array(nve, nb.F32)
         o = cuda.local.array(E, nb.F32)
         t = cuda.local.array(1, nb.F32)
+        weights(gamma, sm, 0, cols, t)
         c = tid
-        while c < cols:
-            ld_g(gamma, c, t, 0, 1, 1)
-            sm[c] = t[0]
+        while c < (2 if ln else 1) * cols:  # the column sums start at 0
             sm[cols + c] = 0.0
-            if ln:
-                sm[2 * cols + c] = 0.0
             c += threads
         cuda.syncthreads()
         inv = F32(1.0) / F32(cols)
@@ -217,12 +240,7 @@ def bwd_kernel(threads: int, nv: int, ln: bool, hw: bool):
                     for i in range(E):
                         j = k * E + i
                         o[i] = rs * (dv[j] - mdyg - xv[j] * mdygx)
-                    if c0 >= 0 and c0 + E <= cols:
-                        st(dx, start + c0, o, 0, E)
-                    else:
-                        for i in range(E):
-                            if c0 + i >= 0 and c0 + i < cols:
-                                st(dx, start + c0 + i, o, i, 1)
+                    store(dx, start, c0, cols, o)
             r += cuda.gridDim.x
         cuda.syncthreads()
         c = tid
